@@ -1,0 +1,104 @@
+//! Identifier newtypes, so a run id is never passed where a query id belongs.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::task::Task;
+
+macro_rules! string_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_owned())
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A query's id: the task code and a digest of the query's content, so the
+    /// same query imported again, anywhere, gets the same id.
+    QueryId
+);
+string_id!(
+    /// A benchmark or simulation run.
+    RunId
+);
+string_id!(
+    /// One unit of queued work within a run.
+    ShardId
+);
+
+impl QueryId {
+    /// Derives the id from what identifies the query in its source file: the
+    /// task, the top-level key, the entry's canonical JSON, and how many
+    /// identical entries came before it under that key (the release has a few
+    /// exact duplicates, and each is a query of its own).
+    pub fn derive(task: Task, source_key: &str, entry_json: &str, occurrence: u32) -> QueryId {
+        let mut h = Sha256::new();
+        for part in [task.code(), source_key, entry_json, &occurrence.to_string()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        let digest = h.finalize();
+        QueryId(format!("{}-{}", task.code().to_ascii_lowercase(), hex::encode(&digest[..8])))
+    }
+
+    /// The task, read back from the id's prefix.
+    pub fn task(&self) -> Option<Task> {
+        self.0.split('-').next().and_then(|code| code.parse().ok())
+    }
+}
+
+/// The attempt number of an episode or score: 1 for the first try, then 2, 3...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Attempt(pub i32);
+
+impl Attempt {
+    pub const FIRST: Attempt = Attempt(1);
+
+    pub fn next(self) -> Attempt {
+        Attempt(self.0 + 1)
+    }
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_ids_are_stable_and_distinguish_duplicates() {
+        let a = QueryId::derive(Task::Ucs, "7391946667", r#"{"weibo_id":"1"}"#, 0);
+        assert_eq!(a, QueryId::derive(Task::Ucs, "7391946667", r#"{"weibo_id":"1"}"#, 0));
+        assert_ne!(a, QueryId::derive(Task::Ucs, "7391946667", r#"{"weibo_id":"1"}"#, 1));
+        assert_ne!(a, QueryId::derive(Task::Mcr, "7391946667", r#"{"weibo_id":"1"}"#, 0));
+        assert!(a.as_str().starts_with("ucs-") && a.as_str().len() == 4 + 16);
+        assert_eq!(a.task(), Some(Task::Ucs));
+    }
+}

@@ -1,0 +1,42 @@
+//! The data model of `some`: every table of the lake, the job messages on the
+//! queues, and the ids that tie them together.
+//!
+//! Nothing else in the workspace spells a table or column name: tables are
+//! declared once with [`table!`], which yields the row type, its Arrow schema
+//! and the conversions. Every Parquet file and every job message carries
+//! [`SCHEMA_VERSION`], so a reader can refuse data it would misread.
+//!
+//! ```
+//! use some_schemas::{PostRow, Row, Timestamp};
+//! let post = PostRow {
+//!     post_id: "p1".into(), published_at: Timestamp::parse("2025-05-01 08:00:00"),
+//!     area: Some("北京".into()), topic: None, uid: None, nickname: None, platform: None,
+//!     title: None, content: "早高峰".into(), description: None, ocr: None, location: None,
+//!     client: None, reposts: None, comments: None, likes: None, pic_num: None, pictures: None,
+//!     video: None, rca_list: None, extra: None, source: "raw".into(), bucket: "b".into(),
+//! };
+//! let batch = PostRow::to_batch(&[post.clone()]).unwrap();
+//! assert_eq!(PostRow::from_batch(&batch).unwrap(), vec![post]);
+//! assert_eq!(PostRow::PARTITION_COLUMNS, &["source", "bucket"]);
+//! ```
+
+pub mod error;
+pub mod ids;
+pub mod messages;
+pub mod row;
+pub mod tables;
+pub mod task;
+
+pub use error::SchemaError;
+pub use ids::{Attempt, QueryId, RunId, ShardId};
+pub use messages::{Job, JobKind, JobMessage};
+pub use row::{Row, Timestamp};
+pub use tables::*;
+pub use task::{Language, Scoring, Task};
+
+/// The version of the lake layout and message format. Bump it on any change a
+/// reader of older data would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The Arrow schema / Parquet key-value metadata key that carries [`SCHEMA_VERSION`].
+pub const SCHEMA_VERSION_KEY: &str = "some.schema_version";

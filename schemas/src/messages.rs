@@ -1,0 +1,108 @@
+//! The messages that travel on the job queues.
+//!
+//! A message names its work by id only (queries, files, partitions); the
+//! worker reads the details from the lake, so a message stays small and a
+//! redelivered message does the same work again.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{QueryId, RunId, ShardId};
+
+/// A kind of job, each with its own queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    /// Agent episodes (LLM workers).
+    Episode,
+    /// Label extraction and judge scoring (LLM workers).
+    Judge,
+    /// Reading source files into the lake (compute workers).
+    Ingest,
+    /// Embedding posts or knowledge (compute workers).
+    Embed,
+}
+
+impl JobKind {
+    pub const ALL: [JobKind; 4] = [JobKind::Episode, JobKind::Judge, JobKind::Ingest, JobKind::Embed];
+
+    /// The queue this kind of job is published to.
+    pub fn queue(self) -> &'static str {
+        match self {
+            JobKind::Episode => "some.episode",
+            JobKind::Judge => "some.judge",
+            JobKind::Ingest => "some.ingest",
+            JobKind::Embed => "some.embed",
+        }
+    }
+}
+
+/// One unit of queued work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    /// Run the agent on these queries.
+    Episodes { run_id: RunId, shard_id: ShardId, query_ids: Vec<QueryId> },
+    /// Score the final episodes of these queries.
+    Judge { run_id: RunId, shard_id: ShardId, query_ids: Vec<QueryId> },
+    /// Read one source file (a path inside the release root) into the lake.
+    Ingest { root: String, path: String },
+    /// Embed one partition of a collection.
+    Embed { collection: String, model: String, partition: String },
+}
+
+impl Job {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            Job::Episodes { .. } => JobKind::Episode,
+            Job::Judge { .. } => JobKind::Judge,
+            Job::Ingest { .. } => JobKind::Ingest,
+            Job::Embed { .. } => JobKind::Embed,
+        }
+    }
+}
+
+/// The envelope of every message: versioned, so a worker can refuse a message
+/// from an incompatible coordinator instead of misreading it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobMessage {
+    pub schema_version: u32,
+    pub job: Job,
+}
+
+impl JobMessage {
+    pub fn new(job: Job) -> JobMessage {
+        JobMessage { schema_version: crate::SCHEMA_VERSION, job }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("job messages always serialize")
+    }
+
+    /// Decodes a message, refusing unknown shapes and other schema versions.
+    pub fn from_bytes(bytes: &[u8]) -> Result<JobMessage, String> {
+        let msg: JobMessage = serde_json::from_slice(bytes).map_err(|e| format!("undecodable job message: {e}"))?;
+        if msg.schema_version != crate::SCHEMA_VERSION {
+            return Err(format!("job message has schema version {}, this worker reads {}", msg.schema_version, crate::SCHEMA_VERSION));
+        }
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_and_refuse_other_versions() {
+        let msg = JobMessage::new(Job::Episodes { run_id: "r1".into(), shard_id: "r1-0001".into(), query_ids: vec!["red-00".into()] });
+        let back = JobMessage::from_bytes(&msg.to_bytes()).unwrap();
+        assert_eq!(back, msg);
+        assert_eq!(back.job.kind().queue(), "some.episode");
+
+        let mut other = msg.clone();
+        other.schema_version = 999;
+        let err = JobMessage::from_bytes(&other.to_bytes()).unwrap_err();
+        assert!(err.contains("schema version 999"), "{err}");
+        assert!(JobMessage::from_bytes(b"{\"job\":\"nope\"}").unwrap_err().starts_with("undecodable"));
+    }
+}
