@@ -1,0 +1,77 @@
+//! Topic collections (SES, and SMQ's topic questions).
+
+use rand::Rng;
+use some_schemas::{PostRow, PostSource, Timestamp};
+
+use super::World;
+use super::lexicon::{EMOTICONS, PLATFORMS};
+use super::text::{nickname, pick, topic_noise};
+use super::unit_rng;
+
+pub(super) fn generate(world: &World, index: usize) -> Vec<PostRow> {
+    let topic = &world.topics[index];
+    let bucket = some_schemas::buckets::topic(&topic.name);
+    let mut rng = unit_rng(world.config.seed, &format!("topic/{bucket}"));
+    let k = super::plan::per_item(world.config.scale);
+    let mut posts = Vec::with_capacity(topic.total as usize);
+    let mut push = |rng: &mut rand_chacha::ChaCha8Rng, at: i64, title: Option<String>, content: String| {
+        posts.push(PostRow {
+            post_id: format!("{:016x}", rng.random::<u64>()),
+            published_at: Some(Timestamp(at)),
+            area: None,
+            topic: Some(topic.name.clone()),
+            uid: None,
+            nickname: Some(nickname(rng)),
+            platform: Some(pick(rng, PLATFORMS).to_string()),
+            title,
+            content,
+            description: None,
+            ocr: None,
+            location: None,
+            client: None,
+            reposts: None,
+            comments: None,
+            likes: None,
+            pic_num: None,
+            pictures: None,
+            video: None,
+            rca_list: None,
+            extra: None,
+            source: PostSource::Topic.as_str().to_string(),
+            bucket: bucket.clone(),
+        });
+    };
+    // Facts arrive in the order the summary tells them, as a stream would.
+    let n = topic.facts.len().max(1) as i64;
+    for (i, fact) in topic.facts.iter().enumerate() {
+        let slot = topic.span_secs / n;
+        for variant in 0..k {
+            let at = topic.start.0 + i as i64 * slot + rng.random_range(0..slot.max(1));
+            let content = match variant % 3 {
+                0 => fact.clone(),
+                1 => format!("#{}# {fact}", topic.name),
+                _ => format!("{fact}{}", pick(&mut rng, EMOTICONS)),
+            };
+            let title = (variant == 0).then(|| topic.name.clone());
+            push(&mut rng, at, title, content);
+        }
+    }
+    for (question, answer) in &topic.answers {
+        for variant in 0..k {
+            let at = topic.start.0 + rng.random_range(0..topic.span_secs);
+            let content = match variant % 3 {
+                0 => format!("{question}{answer}"),
+                1 => format!("关于{}：{answer}", topic.name),
+                _ => format!("#{}# {answer}", topic.name),
+            };
+            push(&mut rng, at, None, content);
+        }
+    }
+    let required = (topic.facts.len() + topic.answers.len()) * k as usize;
+    for _ in required..topic.total as usize {
+        let at = topic.start.0 + rng.random_range(0..topic.span_secs);
+        let content = topic_noise(&mut rng, &topic.name);
+        push(&mut rng, at, None, content);
+    }
+    posts
+}
