@@ -1,0 +1,76 @@
+//! Compute kernels: top-k cosine similarity and the reference single-pass
+//! clustering.
+//!
+//! [`Kernels`] is the interface the tools call. [`CpuKernels`] is exact and
+//! the reference: any other implementation (the CUDA kernels of the GPU
+//! workers) must return the same answers on the same input.
+//!
+//! Vectors are row-major matrices of f32 or f16 ([`Matrix`]); f16 storage
+//! is accumulated in f32. A [`Corpus`] is built once per collection (it
+//! holds the rows' inverse norms) and searched many times.
+
+mod cpu;
+
+pub use cpu::CpuKernels;
+
+/// Row-major vectors, `len / dim` rows of `dim` values.
+#[derive(Debug, Clone, Copy)]
+pub enum Matrix<'a> {
+    F32 { data: &'a [f32], dim: usize },
+    F16 { data: &'a [half::f16], dim: usize },
+}
+
+impl<'a> Matrix<'a> {
+    pub fn dim(&self) -> usize {
+        match self {
+            Matrix::F32 { dim, .. } | Matrix::F16 { dim, .. } => *dim,
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        match self {
+            Matrix::F32 { data, dim } => data.len() / dim.max(&1),
+            Matrix::F16 { data, dim } => data.len() / dim.max(&1),
+        }
+    }
+}
+
+/// One search hit: the row index in the corpus and its cosine similarity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub index: u32,
+    pub score: f32,
+}
+
+/// A collection prepared for repeated search: the vectors and the inverse
+/// norm of each row (0 for a zero row, whose similarity is 0).
+#[derive(Debug, Clone)]
+pub struct Corpus<'a> {
+    pub vectors: Matrix<'a>,
+    pub inv_norms: Vec<f32>,
+}
+
+/// The compute kernels the tools use. Implementations must agree with
+/// [`CpuKernels`].
+pub trait Kernels: Send + Sync {
+    /// A short name for logs and reports ("cpu", "cuda").
+    fn name(&self) -> &str;
+
+    /// Prepares a corpus (computes its row norms).
+    fn corpus<'a>(&self, vectors: Matrix<'a>) -> Corpus<'a>;
+
+    /// For each query row, the `k` corpus rows with the highest cosine
+    /// similarity, best first; ties go to the lower row index. Fewer than
+    /// `k` hits if the corpus is smaller.
+    fn top_k(&self, queries: Matrix<'_>, corpus: &Corpus<'_>, k: usize) -> Vec<Vec<Hit>>;
+
+    /// The reference single-pass clustering (SoMe's `topic_clustering`):
+    /// vectors are visited in order; the first starts cluster 1; each later
+    /// vector joins the cluster whose mean (the plain, un-normalised mean of
+    /// its members) has the largest dot product with it, if that product is
+    /// greater than `theta` (the best is searched from 0, so negative
+    /// products never win; the first of equal maxima wins); otherwise it
+    /// starts a new cluster. Returns each vector's cluster id, 1, 2, 3... in
+    /// creation order.
+    fn single_pass_cluster(&self, vectors: Matrix<'_>, theta: f32) -> Vec<u32>;
+}
