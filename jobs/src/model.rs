@@ -1,0 +1,103 @@
+//! The chat model interface jobs talk to. Implementations (any
+//! OpenAI-compatible endpoint, the built-in model) live in `workers`; jobs
+//! see only this trait, so the agent loop and the tools are tested with a
+//! scripted model.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::NativeToolCall;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    /// Native tool calls an assistant message made (native protocol only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<NativeCallRecord>,
+    /// The call a tool message answers (native protocol only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+/// A native tool call as it is replayed to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NativeCallRecord {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+    pub fn system(content: impl Into<String>) -> Message {
+        Message::new(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::new(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, content)
+    }
+}
+
+/// A chat completion request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    /// OpenAI function schemas (native protocol); empty for the text protocol.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<serde_json::Value>,
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+    pub max_tokens: Option<u32>,
+}
+
+/// Token counts of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A chat completion.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<NativeToolCall>,
+    pub usage: Usage,
+    /// The model that answered, as the endpoint names it.
+    pub model: String,
+    pub latency_ms: u64,
+    pub finish_reason: Option<String>,
+}
+
+/// Why a model call failed, and whether trying again may help.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// Rate limits, 5xx, time-outs, dropped connections: retried by the client.
+    #[error("model endpoint {endpoint}: {message} (transient)")]
+    Transient { endpoint: String, message: String },
+    /// Bad request, unknown model, authentication: retrying will not help.
+    #[error("model endpoint {endpoint}: {message}")]
+    Permanent { endpoint: String, message: String },
+}
+
+/// Something that answers chat requests.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The model's name, as recorded with results.
+    fn name(&self) -> &str;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
+}
