@@ -1,0 +1,204 @@
+//! The agent loop against a scripted model and an in-memory world.
+
+use std::sync::Mutex;
+
+use some_schemas::{PostRow, PostSource, QueryRow, Timestamp, UserRow, buckets};
+
+use super::*;
+use crate::kernels::CpuKernels;
+use crate::model::{ChatResponse, ModelError};
+use crate::protocol::NativeToolCall;
+use crate::tools::{MemoryBackend, ToolSettings};
+
+/// Replies from a script, in order; records every request.
+struct Scripted {
+    replies: Mutex<Vec<Result<ChatResponse, ModelError>>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl Scripted {
+    fn new(replies: Vec<Result<ChatResponse, ModelError>>) -> Scripted {
+        Scripted { replies: Mutex::new(replies.into_iter().rev().collect()), requests: Mutex::new(Vec::new()) }
+    }
+}
+
+fn say(text: &str) -> Result<ChatResponse, ModelError> {
+    Ok(ChatResponse { content: text.into(), usage: Usage { prompt_tokens: 100, completion_tokens: 10 }, model: "scripted".into(), ..Default::default() })
+}
+
+#[async_trait::async_trait]
+impl ChatModel for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.requests.lock().unwrap().push(request.clone());
+        // Past the script, keep calling a tool (for the budget test).
+        self.replies.lock().unwrap().pop().unwrap_or_else(|| say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#))
+    }
+}
+
+fn world() -> MemoryBackend {
+    let post = |id: &str, text: &str| PostRow {
+        post_id: id.into(),
+        published_at: Timestamp::parse("2025-03-01 12:00:00"),
+        area: None,
+        topic: None,
+        uid: Some("1001".into()),
+        nickname: None,
+        platform: None,
+        title: None,
+        content: text.into(),
+        description: None,
+        ocr: None,
+        location: None,
+        client: None,
+        reposts: None,
+        comments: None,
+        likes: None,
+        pic_num: None,
+        pictures: None,
+        video: None,
+        rca_list: None,
+        extra: None,
+        source: PostSource::Weibo.as_str().into(),
+        bucket: buckets::weibo("1001"),
+    };
+    MemoryBackend {
+        posts: vec![post("w1", "周末去看演唱会"), post("w2", "今天吃火锅")],
+        users: vec![UserRow {
+            uid: "1001".into(),
+            name: Some("小兔子".into()),
+            followers_count: Some(1),
+            friends_count: Some(2),
+            total_rcl_count: None,
+            verified_reason: None,
+            description: None,
+            location: None,
+            extra: None,
+        }],
+        ..Default::default()
+    }
+}
+
+fn mcr_query() -> QueryRow {
+    QueryRow {
+        query_id: "mcr-1".into(),
+        task: "MCR".into(),
+        source_key: "1001".into(),
+        position: 0,
+        uid: Some("1001".into()),
+        post_id: Some("5001".into()),
+        action: None,
+        comment: None,
+        location: None,
+        window_start: None,
+        window_end: None,
+        topic: None,
+        claim: None,
+        question: None,
+        label: Some("是".into()),
+        reference: None,
+        entry: "{}".into(),
+    }
+}
+
+const POST: &str = r#"{"内容": "演唱会门票开售"}"#;
+
+async fn run(model: &Scripted, settings: AgentSettings, tool_settings: ToolSettings, post: Option<&str>) -> Episode {
+    let backend = world();
+    let kernels = CpuKernels::new(1);
+    let tools = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: Some(model), settings: &tool_settings };
+    let ctx = EpisodeContext { model, tools, settings: &settings };
+    run_episode(&ctx, &mcr_query(), post, &mut Folders::default()).await
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+#[test]
+fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
+    let model = Scripted::new(vec![
+        say("我先查一下用户。\n```json\n{\"name\": \"user_search\", \"arguments\": {\"uid\": \"1001\"}}\n```"),
+        say(r#"<tool_call>{"name": "data_folder", "arguments": {"folder_name": "1001_weibo", "start_idx": 0, "end_idx": 2}}</tool_call>"#),
+        say("<think>用户喜欢演唱会</think>\n是"),
+    ]);
+    let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.status, ep.answer.as_deref()), (EpisodeStatus::Answered, Some("是")));
+    assert_eq!((ep.llm_calls, ep.tool_calls, ep.tool_errors), (3, 2, 0));
+    assert_eq!(ep.usage, Usage { prompt_tokens: 300, completion_tokens: 30 });
+    let requests = model.requests.lock().unwrap();
+    assert!(requests[0].messages[0].content.contains("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"user_search\""));
+    assert_eq!(requests[0].messages[1].content, "请判断ID为1001的用户是否对帖子```{\"内容\": \"演唱会门票开售\"}```感兴趣。");
+    let after_search = &requests[1].messages[3].content;
+    assert!(after_search.starts_with("<tool_response>\n用户发表的 2 条微博已存储在数据文件夹 '1001_weibo' 中。"), "{after_search}");
+    assert!(requests[2].messages[5].content.contains("***内容***: 周末去看演唱会"));
+    assert_eq!(ep.transcript.calls[0].call_formats, vec!["json_fence"]);
+    assert_eq!(ep.transcript.tool_results.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["user_search", "data_folder"]);
+}
+
+#[test]
+fn the_call_budget_ends_the_episode_with_the_last_message() {
+    let model = Scripted::new(vec![]);
+    let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.status, ep.llm_calls, ep.tool_calls), (EpisodeStatus::BudgetExhausted, 20, 20));
+    assert!(ep.answer.unwrap().starts_with("<tool_response>\n用户发表的 2 条微博"));
+}
+
+#[test]
+fn malformed_calls_get_their_error_back_unless_the_reference_is_asked_for() {
+    let broken = r#"<tool_call>{"name": "user_search", "arguments": {"uid": </tool_call>"#;
+    let model = Scripted::new(vec![say(broken), say("否")]);
+    let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.answer.as_deref(), ep.llm_calls, ep.tool_errors), (Some("否"), 2, 1));
+    let feedback = &model.requests.lock().unwrap()[1].messages[3].content;
+    assert!(feedback.starts_with("<tool_response>\nThe tool call could not be read (tool_call format): "), "{feedback}");
+
+    let model = Scripted::new(vec![say(broken), say("否")]);
+    let quirks = ToolSettings { reference_quirks: true, ..Default::default() };
+    let ep = block_on(run(&model, AgentSettings::default(), quirks, Some(POST)));
+    assert_eq!((ep.answer.as_deref(), ep.llm_calls), (Some(broken), 1));
+}
+
+#[test]
+fn model_and_query_failures_end_as_statuses() {
+    let model = Scripted::new(vec![Err(ModelError::Transient { endpoint: "http://x".into(), message: "HTTP 429 after 5 tries".into() })]);
+    let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
+    assert_eq!(ep.status, EpisodeStatus::ModelError);
+    assert_eq!(ep.error.as_deref(), Some("model endpoint http://x: HTTP 429 after 5 tries (transient)"));
+    let ep = block_on(run(&Scripted::new(vec![]), AgentSettings::default(), ToolSettings::default(), None));
+    assert_eq!(ep.status, EpisodeStatus::QueryError);
+    assert!(ep.error.unwrap().contains("post 5001 of query mcr-1 is not in ref_posts"));
+}
+
+#[test]
+fn native_calls_are_answered_by_id() {
+    let call = |id: &str, args: &str| NativeToolCall { id: id.into(), name: "user_search".into(), arguments: args.into() };
+    let model = Scripted::new(vec![
+        Ok(ChatResponse { content: String::new(), tool_calls: vec![call("a", r#"{"uid": "1001"}"#), call("b", "{not json")], ..Default::default() }),
+        say("是"),
+    ]);
+    let settings = AgentSettings { protocol: Protocol::Native, ..Default::default() };
+    let ep = block_on(run(&model, settings, ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.answer.as_deref(), ep.tool_calls, ep.tool_errors), (Some("是"), 1, 1));
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests[0].tools.len(), 2);
+    assert!(!requests[0].messages[0].content.contains("<tools>"));
+    let replies: Vec<(&str, Option<&str>)> =
+        requests[1].messages[3..].iter().map(|m| (m.content.get(..12).unwrap_or(&m.content), m.tool_call_id.as_deref())).collect();
+    assert_eq!(replies[0].1, Some("a"));
+    assert_eq!(replies[1].1, Some("b"));
+    assert!(requests[1].messages[4].content.starts_with("The tool call could not be read (native format)"));
+}
+
+#[test]
+fn old_turns_are_dropped_at_the_input_budget() {
+    let m = |role, n: usize| Message::new(role, "字".repeat(n));
+    let messages = vec![m(Role::System, 10), m(Role::User, 10), m(Role::Assistant, 100), m(Role::User, 100), m(Role::Assistant, 5), m(Role::User, 5)];
+    let fitted = fit_budget(&messages, 60);
+    assert_eq!(fitted.len(), 4);
+    assert_eq!(fitted[2].content.chars().count(), 5);
+    assert_eq!(fit_budget(&messages, 10_000).len(), 6);
+    assert_eq!(estimate_tokens("abcdefgh中文"), 4);
+}
