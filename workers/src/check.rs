@@ -1,0 +1,156 @@
+//! Does the lake's world hold what every query needs?
+//!
+//! For each query, the data its answer depends on must be findable with the
+//! tools: posts in a RED query's stream and window, the topic of an SES or
+//! SMQ question, the users and posts a user-task query names, a knowledge
+//! base for MID. `--answers` also checks that each SMQ reference answer is
+//! stated in the user's or topic's posts (true of synthetic worlds; not a
+//! property the real release promises).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use arrow::array::AsArray;
+use arrow::record_batch::RecordBatch;
+use some_schemas::{QueryRow, Task, Timestamp, buckets};
+
+use crate::error::Result;
+use crate::lake::Lake;
+
+/// Coverage of one task.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskCoverage {
+    pub queries: usize,
+    pub covered: usize,
+    /// (query id, what is missing), in query order.
+    pub missing: Vec<(String, String)>,
+}
+
+/// Coverage of every task present in the lake's queries.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Coverage {
+    pub tasks: BTreeMap<Task, TaskCoverage>,
+}
+
+impl Coverage {
+    pub fn is_complete(&self) -> bool {
+        self.tasks.values().all(|t| t.missing.is_empty())
+    }
+}
+
+fn strings(batches: &[RecordBatch], column: usize) -> Vec<Option<String>> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let col = arrow::compute::cast(b.column(column), &arrow::datatypes::DataType::Utf8).expect("castable to text");
+            col.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn integers(batches: &[RecordBatch], column: usize) -> Vec<i64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let col = arrow::compute::cast(b.column(column), &arrow::datatypes::DataType::Int64).expect("castable to int");
+            let col = col.as_primitive::<arrow::datatypes::Int64Type>();
+            (0..col.len()).map(|i| col.value(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Checks every query of the lake against its world.
+pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
+    let ctx = lake.session()?;
+    let queries: Vec<QueryRow> = lake.read(&ctx, None).await?;
+    let sql = |q: String| {
+        let ctx = ctx.clone();
+        async move { Ok::<_, crate::Error>(ctx.sql(&q).await?.collect().await?) }
+    };
+
+    let raw = sql("SELECT bucket, CAST(published_at AS BIGINT) FROM posts WHERE source = 'raw'".into()).await?;
+    let mut stream_times: HashMap<String, Vec<i64>> = HashMap::new();
+    for (bucket, t) in strings(&raw, 0).into_iter().zip(integers(&raw, 1)) {
+        stream_times.entry(bucket.unwrap_or_default()).or_default().push(t);
+    }
+    let topics: HashSet<String> =
+        strings(&sql("SELECT DISTINCT bucket FROM posts WHERE source = 'topic'".into()).await?, 0).into_iter().flatten().collect();
+    let users: HashSet<String> = strings(&sql("SELECT uid FROM users".into()).await?, 0).into_iter().flatten().collect();
+    let timelines: HashSet<String> =
+        strings(&sql("SELECT DISTINCT uid FROM posts WHERE source = 'weibo'".into()).await?, 0).into_iter().flatten().collect();
+    let ref_posts: HashSet<String> = strings(&sql("SELECT post_id FROM ref_posts".into()).await?, 0).into_iter().flatten().collect();
+    let knowledge = integers(&sql("SELECT count(*) FROM knowledge".into()).await?, 0).first().copied().unwrap_or(0);
+
+    let mut coverage = Coverage::default();
+    for q in &queries {
+        let Ok(task) = q.task.parse::<Task>() else { continue };
+        let missing = match task {
+            Task::Red => red_missing(q, &stream_times),
+            Task::Ses => topic_missing(q.topic.as_deref(), &topics),
+            Task::Mid => (knowledge == 0).then(|| "the knowledge base is empty".to_string()),
+            Task::Smq => match (&q.uid, &q.topic) {
+                (Some(uid), _) => user_missing(uid, &users, &timelines),
+                (None, Some(topic)) => topic_missing(Some(topic), &topics),
+                // Two release questions name no user or topic; nothing can ground them.
+                (None, None) => None,
+            },
+            _ => {
+                let uid = q.uid.as_deref().unwrap_or_default();
+                let post = q.post_id.as_deref().unwrap_or_default();
+                user_missing(uid, &users, &timelines)
+                    .or_else(|| (!ref_posts.contains(post)).then(|| format!("post {post} is not in ref_posts")))
+            }
+        };
+        let missing = match (missing, answers && task == Task::Smq) {
+            (None, true) => answer_missing(&ctx, q).await?,
+            (m, _) => m,
+        };
+        let entry = coverage.tasks.entry(task).or_default();
+        entry.queries += 1;
+        match missing {
+            None => entry.covered += 1,
+            Some(what) => entry.missing.push((q.query_id.clone(), what)),
+        }
+    }
+    Ok(coverage)
+}
+
+fn red_missing(q: &QueryRow, streams: &HashMap<String, Vec<i64>>) -> Option<String> {
+    let (Some(location), Some(start), Some(end)) = (&q.location, q.window_start, q.window_end) else {
+        return Some("the query has no window".into());
+    };
+    let mut days = vec![start.day()];
+    if Timestamp(end.0 - 1).day() != start.day() {
+        days.push(Timestamp(end.0 - 1).day());
+    }
+    let in_window =
+        days.iter().filter_map(|d| streams.get(&buckets::raw(d, location))).flatten().filter(|t| **t >= start.0 && **t < end.0).count();
+    (in_window == 0).then(|| format!("no posts in {location} from {start} to {end}"))
+}
+
+fn topic_missing(topic: Option<&str>, topics: &HashSet<String>) -> Option<String> {
+    let topic = topic?;
+    (!topics.contains(&buckets::topic(topic))).then(|| format!("topic {topic:?} has no posts"))
+}
+
+fn user_missing(uid: &str, users: &HashSet<String>, timelines: &HashSet<String>) -> Option<String> {
+    if !users.contains(uid) {
+        return Some(format!("user {uid} has no profile"));
+    }
+    (!timelines.contains(uid)).then(|| format!("user {uid} has no posts"))
+}
+
+async fn answer_missing(ctx: &datafusion::prelude::SessionContext, q: &QueryRow) -> Result<Option<String>> {
+    use datafusion::prelude::{col, lit};
+    let answer = q.reference.clone().unwrap_or_default();
+    let filter = match (&q.uid, &q.topic) {
+        (Some(uid), _) => {
+            col("source").eq(lit("weibo")).and(col("bucket").eq(lit(buckets::weibo(uid)))).and(col("uid").eq(lit(uid.clone())))
+        }
+        (None, Some(topic)) => col("source").eq(lit("topic")).and(col("bucket").eq(lit(buckets::topic(topic)))),
+        (None, None) => return Ok(None),
+    };
+    let df =
+        ctx.table("posts").await?.filter(filter.and(datafusion::functions::expr_fn::strpos(col("content"), lit(answer)).gt(lit(0))))?;
+    let found = df.count().await?;
+    Ok((found == 0).then(|| "the reference answer is not stated in any of its posts".to_string()))
+}

@@ -1,0 +1,223 @@
+//! The lake: append-only Parquet tables in one object store (a local folder
+//! or any S3 endpoint), read with DataFusion through that same store.
+//!
+//! Layout under the lake root:
+//!
+//! ```text
+//! _lake.json                                 schema version of the layout
+//! posts/source=raw/bucket=2025-05-01.l…/part-<txn>-00000.parquet
+//! posts/source=topic/bucket=t…/…             one partition per topic
+//! posts/source=weibo/bucket=u17/…            user timelines, 64 hash buckets
+//! users/…  ref_posts/…  knowledge/…  queries/…
+//! episodes/run_id=<run>/…  scores/run_id=<run>/…
+//! _staging/<txn>/…                           files of transactions not yet committed
+//! ```
+//!
+//! Writes go through a [`Txn`]: every file is first written whole under
+//! `_staging/` (which no table lists) and moved into its table only when the
+//! whole transaction succeeded, so a reader never sees a half-written file and
+//! a failed import leaves no part of itself behind.
+
+mod sql;
+mod write;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use url::Url;
+
+pub use sql::{OutputFormat, format_batches};
+pub use write::{Committed, Txn, encode_parquet};
+
+use crate::error::{Error, Result};
+
+/// The environment variable that names the lake when `--lake` is not given.
+pub const LAKE_ENV: &str = "SOME_LAKE";
+/// The lake used when neither `--lake` nor `SOME_LAKE` is set.
+pub const DEFAULT_LAKE: &str = "some-lake";
+
+/// Where the lake lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LakeLocation {
+    /// A folder on this machine.
+    Local(PathBuf),
+    /// `s3://bucket/prefix`; endpoint and credentials come from the standard
+    /// AWS environment variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`).
+    S3 { bucket: String, prefix: String },
+}
+
+impl FromStr for LakeLocation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<LakeLocation> {
+        let bad = |message: &str| Error::Location { location: s.to_string(), message: message.to_string() };
+        if let Some(rest) = s.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("an S3 lake needs a bucket: s3://bucket/prefix"));
+            }
+            return Ok(LakeLocation::S3 { bucket: bucket.to_string(), prefix: prefix.trim_matches('/').to_string() });
+        }
+        if s.contains("://") && !s.starts_with("file://") {
+            return Err(bad("expected a folder path, file://path or s3://bucket/prefix"));
+        }
+        let path = PathBuf::from(s.strip_prefix("file://").unwrap_or(s));
+        if path.as_os_str().is_empty() {
+            return Err(bad("the lake path is empty"));
+        }
+        Ok(LakeLocation::Local(path))
+    }
+}
+
+impl std::fmt::Display for LakeLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LakeLocation::Local(p) => write!(f, "{}", p.display()),
+            LakeLocation::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+impl LakeLocation {
+    /// `--lake` if given, else `SOME_LAKE`, else `./some-lake`.
+    pub fn resolve(flag: Option<&str>) -> Result<LakeLocation> {
+        match flag {
+            Some(s) => s.parse(),
+            None => std::env::var(LAKE_ENV).as_deref().unwrap_or(DEFAULT_LAKE).parse(),
+        }
+    }
+}
+
+/// An open lake: the object store, the root inside it, and the URL DataFusion
+/// knows the store by.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    location: LakeLocation,
+    store: Arc<dyn ObjectStore>,
+    store_url: Url,
+    root: Path,
+}
+
+const MANIFEST: &str = "_lake.json";
+
+/// The standard AWS variables an S3 lake reads.
+const S3_ENV: [&str; 9] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT",
+    "AWS_ALLOW_HTTP",
+    "AWS_VIRTUAL_HOSTED_STYLE_REQUEST",
+];
+
+impl Lake {
+    /// Opens (and for a local lake, creates) the lake. Checks the layout
+    /// version if the lake has one. S3 settings come from the environment.
+    pub async fn open(location: &LakeLocation) -> Result<Lake> {
+        Lake::open_with_env(location, |key| std::env::var(key).ok()).await
+    }
+
+    /// [`Lake::open`] with the `AWS_*` settings read from `env` instead of
+    /// the process environment (several lakes in one process, tests).
+    pub async fn open_with_env(location: &LakeLocation, env: impl Fn(&str) -> Option<String>) -> Result<Lake> {
+        let lake = match location {
+            LakeLocation::Local(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Error::Location { location: location.to_string(), message: format!("cannot create the folder: {e}") })?;
+                let abs =
+                    std::fs::canonicalize(dir).map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
+                let root = Path::from_filesystem_path(&abs)
+                    .map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
+                Lake {
+                    location: location.clone(),
+                    store: Arc::new(LocalFileSystem::new()),
+                    store_url: Url::parse("file:///").expect("static url"),
+                    root,
+                }
+            }
+            LakeLocation::S3 { bucket, prefix } => {
+                let mut builder = AmazonS3Builder::new().with_bucket_name(bucket);
+                for key in S3_ENV {
+                    if let (Some(value), Ok(config)) = (env(key), key.to_ascii_lowercase().parse()) {
+                        builder = builder.with_config(config, value);
+                    }
+                }
+                if let Some(endpoint) = env("AWS_ENDPOINT_URL").or_else(|| env("AWS_ENDPOINT")) {
+                    // A custom endpoint is an S3-compatible server: path-style
+                    // requests, and plain HTTP if that is what it speaks.
+                    builder = builder.with_allow_http(endpoint.starts_with("http://"));
+                    if env("AWS_VIRTUAL_HOSTED_STYLE_REQUEST").is_none() {
+                        builder = builder.with_virtual_hosted_style_request(false);
+                    }
+                    if env("AWS_REGION").is_none() && env("AWS_DEFAULT_REGION").is_none() {
+                        builder = builder.with_region("us-east-1");
+                    }
+                }
+                let store = builder.build().map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
+                let store_url = Url::parse(&format!("s3://{bucket}/"))
+                    .map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
+                Lake { location: location.clone(), store: Arc::new(store), store_url, root: Path::from(prefix.as_str()) }
+            }
+        };
+        lake.check_manifest().await?;
+        Ok(lake)
+    }
+
+    pub fn location(&self) -> &LakeLocation {
+        &self.location
+    }
+
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The object path of a path relative to the lake root.
+    pub fn path(&self, relative: &str) -> Path {
+        relative.split('/').filter(|s| !s.is_empty()).fold(self.root.clone(), |p, s| p.join(s))
+    }
+
+    /// The URL of a table's folder, as DataFusion lists it.
+    fn table_url(&self, table: &str) -> String {
+        format!("{}{}/", self.store_url, self.path(table))
+    }
+
+    /// Starts a write transaction.
+    pub fn txn(&self) -> Txn {
+        Txn::new(self.clone())
+    }
+
+    /// Refuses a lake written by another layout version; stamps a new one.
+    async fn check_manifest(&self) -> Result<()> {
+        let path = self.path(MANIFEST);
+        match self.store.get(&path).await {
+            Ok(got) => {
+                let bytes = got.bytes().await.map_err(Error::store("read", &path))?;
+                let manifest: serde_json::Value =
+                    serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{path}: not a lake manifest: {e}")))?;
+                let version = manifest.get("schema_version").and_then(|v| v.as_u64());
+                if version != Some(u64::from(some_schemas::SCHEMA_VERSION)) {
+                    return Err(Error::Other(format!(
+                        "{path}: the lake has schema version {version:?}; this build reads version {}",
+                        some_schemas::SCHEMA_VERSION
+                    )));
+                }
+                Ok(())
+            }
+            Err(object_store::Error::NotFound { .. }) => {
+                let manifest = serde_json::json!({ "schema_version": some_schemas::SCHEMA_VERSION });
+                self.store.put(&path, PutPayload::from(manifest.to_string().into_bytes())).await.map_err(Error::store("write", &path))?;
+                Ok(())
+            }
+            Err(e) => Err(Error::store("read", &path)(e)),
+        }
+    }
+}

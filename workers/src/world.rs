@@ -1,0 +1,276 @@
+//! Filling the lake: queries, synthetic worlds and real releases.
+//!
+//! Every function here writes through one [`Txn`](crate::lake::Txn): the
+//! lake shows all of an import or none of it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
+use some_jobs::progress::Progress;
+use some_jobs::release::{Release, ReleasePart, ReleaseWriter};
+use some_jobs::synth::World;
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryRow, RefPostRow, Row, TableDef, UserRow};
+
+use crate::error::{Error, Result};
+use crate::lake::{Lake, Txn, encode_parquet};
+
+/// The tables that make up a world (as opposed to queries and results).
+pub const WORLD_TABLES: [&str; 5] = [PostRow::TABLE, UserRow::TABLE, RefPostRow::TABLE, KnowledgeRow::TABLE, EmbeddingRow::TABLE];
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportReport {
+    pub added: u64,
+    pub skipped: u64,
+    pub files: usize,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// Adds the queries the lake does not have yet; a query already there (same
+/// id, so same content) is skipped, so importing twice adds nothing.
+pub async fn ingest_queries(lake: &Lake, rows: Vec<QueryRow>) -> Result<ImportReport> {
+    let started = Instant::now();
+    let ctx = lake.session()?;
+    let existing: HashSet<String> = ctx
+        .sql("SELECT query_id FROM queries")
+        .await?
+        .collect()
+        .await?
+        .iter()
+        .flat_map(|b| <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).unwrap_or_default())
+        .flatten()
+        .collect();
+    let total = rows.len() as u64;
+    let new: Vec<QueryRow> = rows.into_iter().filter(|r| !existing.contains(&r.query_id)).collect();
+    let added = new.len() as u64;
+    let mut report = ImportReport { added, skipped: total - added, ..Default::default() };
+    if !new.is_empty() {
+        let mut txn = lake.txn();
+        txn.write_rows(new).await?;
+        let committed = txn.commit().await?;
+        report.files = committed.files.len();
+        report.bytes = committed.bytes;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Reads every query of the lake.
+pub async fn read_queries(lake: &Lake) -> Result<Vec<QueryRow>> {
+    let ctx = lake.session()?;
+    lake.read::<QueryRow>(&ctx, None).await
+}
+
+/// Whether the lake holds any world data, and if so how many posts.
+pub async fn world_posts(lake: &Lake) -> Result<u64> {
+    let batches = lake.sql("SELECT count(*) FROM posts").await?;
+    Ok(batches
+        .first()
+        .and_then(|b| <i64 as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).ok())
+        .and_then(|v| v.first().copied().flatten())
+        .unwrap_or(0) as u64)
+}
+
+/// Refuses to add a second world to a lake unless asked to replace it.
+async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
+    let posts = world_posts(lake).await?;
+    if posts > 0 && !replace {
+        return Err(Error::Other(format!(
+            "the lake at {} already holds a world ({posts} posts); pass --replace to replace it, or use another --lake",
+            lake.location()
+        )));
+    }
+    Ok(())
+}
+
+/// Deletes the current world tables' files; called just before a new
+/// world's transaction commits.
+async fn delete_world(lake: &Lake) -> Result<()> {
+    for table in WORLD_TABLES {
+        let prefix = lake.path(table);
+        let files: Vec<_> =
+            lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
+        for file in files {
+            lake.store().delete(&file).await.map_err(Error::store("delete", &file))?;
+        }
+    }
+    Ok(())
+}
+
+async fn finish(lake: &Lake, txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
+    if replace {
+        delete_world(lake).await?;
+    }
+    let committed = txn.commit().await?;
+    Ok(ImportReport {
+        added: committed.rows,
+        skipped: 0,
+        files: committed.files.len(),
+        bytes: committed.bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Generates a planned world into the lake (and, if asked, as a release
+/// tree too). Units are generated and encoded on every core; one task
+/// uploads them.
+pub async fn write_world(
+    lake: &Lake,
+    world: Arc<World>,
+    release_out: Option<&Path>,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<ImportReport> {
+    guard_world(lake, replace).await?;
+    let started = Instant::now();
+    let mut txn = lake.txn();
+    let release = release_out.map(ReleaseWriter::new).map(Arc::new);
+    let posts_table = TableDef::of::<PostRow>();
+    progress.phase("posts", Some(world.post_count()));
+
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<(Vec<String>, Bytes, u64)>>(threads * 2);
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..threads {
+        let (world, tx, next, release) = (world.clone(), tx.clone(), next.clone(), release.clone());
+        handles.push(std::thread::spawn(move || {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(unit) = world.units().get(i) else { break };
+                let result = (|| {
+                    let posts = world.generate(unit);
+                    if let Some(release) = &release {
+                        write_release_unit(release, &world, unit.source, &posts)?;
+                    }
+                    let n = posts.len() as u64;
+                    let batch = PostRow::to_batch(&posts)?;
+                    drop(posts);
+                    let bytes = encode_parquet(&posts_table, &batch)?;
+                    Ok((vec![unit.source.as_str().to_string(), unit.bucket.clone()], bytes, n))
+                })();
+                let failed = result.is_err();
+                if tx.blocking_send(result).is_err() || failed {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut failure = None;
+    while let Some(item) = rx.recv().await {
+        match item {
+            Ok((partition, bytes, n)) => {
+                if let Err(e) = txn.put_part(&posts_table, &partition, bytes, n).await {
+                    failure = Some(e);
+                    break;
+                }
+                progress.advance(n);
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    drop(rx);
+    for h in handles {
+        let _ = h.join();
+    }
+    if let Some(e) = failure {
+        txn.abort().await?;
+        return Err(e);
+    }
+    progress.finish();
+
+    progress.phase("users, referenced posts, knowledge", None);
+    let users = world.users();
+    let ref_posts = world.ref_posts();
+    let knowledge = world.knowledge();
+    if let Some(release) = &release {
+        release.all_posts(&ref_posts)?;
+        release.knowledge(&knowledge)?;
+    }
+    let result = async {
+        txn.write_rows(users).await?;
+        txn.write_rows(ref_posts).await?;
+        txn.write_rows(knowledge).await
+    }
+    .await;
+    if let Err(e) = result {
+        txn.abort().await?;
+        return Err(e);
+    }
+    progress.finish();
+    finish(lake, txn, replace, started).await
+}
+
+/// The release files of one generated unit: its location stream or topic
+/// file, or the user files of its users.
+fn write_release_unit(release: &ReleaseWriter, world: &World, source: PostSource, posts: &[PostRow]) -> Result<()> {
+    let Some(first) = posts.first() else { return Ok(()) };
+    match source {
+        PostSource::Raw => {
+            let day = first.bucket.split('.').next().unwrap_or_default();
+            release.raw(day, first.area.as_deref().unwrap_or_default(), posts)?;
+        }
+        PostSource::Topic => release.topic(first.topic.as_deref().unwrap_or_default(), posts)?,
+        PostSource::Weibo => {
+            let mut by_user: BTreeMap<&str, Vec<PostRow>> = BTreeMap::new();
+            for p in posts {
+                by_user.entry(p.uid.as_deref().unwrap_or_default()).or_default().push(p.clone());
+            }
+            for profile in world.users().into_iter().filter(|u| by_user.contains_key(u.uid.as_str())) {
+                release.user(&profile, &by_user[profile.uid.as_str()])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a release tree into the lake, file by file. A bad file aborts the
+/// whole import; nothing of it becomes visible.
+pub async fn ingest_release(lake: &Lake, root: &Path, replace: bool, progress: &dyn Progress) -> Result<ImportReport> {
+    guard_world(lake, replace).await?;
+    let started = Instant::now();
+    let release = Release::open(root)?;
+    progress.phase("release files", Some(release.files.len() as u64));
+    let mut txn = lake.txn();
+    let mut ref_posts = Vec::new();
+    for file in release.files.clone() {
+        let read = tokio::task::spawn_blocking(move || Release::read(&file)).await.map_err(|e| Error::Other(e.to_string()))?;
+        let part: ReleasePart = match read {
+            Ok(p) => p,
+            Err(e) => {
+                txn.abort().await?;
+                return Err(e.into());
+            }
+        };
+        ref_posts.extend(part.ref_posts);
+        let result = async {
+            txn.write_rows(part.posts).await?;
+            txn.write_rows(part.users).await?;
+            txn.write_rows(part.knowledge).await?;
+            txn.write_rows(part.embeddings).await
+        }
+        .await;
+        if let Err(e) = result {
+            txn.abort().await?;
+            return Err(e);
+        }
+        progress.advance(1);
+    }
+    if let Err(e) = txn.write_rows(ref_posts).await {
+        txn.abort().await?;
+        return Err(e);
+    }
+    progress.finish();
+    finish(lake, txn, replace, started).await
+}
