@@ -1,0 +1,218 @@
+//! The tools' world on the lake: each [`WorldBackend`] read is one
+//! DataFusion scan of one partition (a stream day, a topic, a user bucket),
+//! with the argument as a filter value, never as SQL text or a path.
+//!
+//! Small, hot, read-only data is cached for the backend's lifetime: the
+//! user profiles, the knowledge base with its vectors, and the vectors of
+//! recently used buckets (bounded). A world replaced under a running worker
+//! is seen by workers started after it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::NaiveDate;
+use datafusion::prelude::{Expr, SessionContext, col, lit};
+use datafusion::scalar::ScalarValue;
+use futures::TryStreamExt;
+use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, WorldBackend};
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets};
+use tokio::sync::OnceCell;
+
+use crate::lake::Lake;
+
+/// Buckets whose vectors are kept in memory at once.
+const CACHED_BUCKETS: usize = 32;
+
+type Vectors = Arc<HashMap<String, Vec<f32>>>;
+
+pub struct LakeBackend {
+    lake: Lake,
+    ctx: SessionContext,
+    users: OnceCell<HashMap<String, UserRow>>,
+    ref_posts: OnceCell<HashMap<String, String>>,
+    knowledge: Mutex<HashMap<String, Arc<KnowledgeIndex>>>,
+    /// (model, bucket) -> vectors, with a use counter for eviction.
+    vectors: Mutex<(u64, HashMap<(String, String), (u64, Vectors)>)>,
+    streams: Mutex<HashMap<String, bool>>,
+}
+
+fn err(e: impl std::fmt::Display) -> BackendError {
+    BackendError(e.to_string())
+}
+
+fn ts(t: Timestamp) -> Expr {
+    lit(ScalarValue::TimestampSecond(Some(t.0), None))
+}
+
+fn partition(source: PostSource, bucket: &str) -> Expr {
+    col("source").eq(lit(source.as_str())).and(col("bucket").eq(lit(bucket.to_string())))
+}
+
+/// Decodes every vector of a batch of embedding rows into f32.
+pub fn decode_vector(row: &EmbeddingRow) -> Result<Vec<f32>, BackendError> {
+    let bytes = &row.vector;
+    match row.dtype.as_str() {
+        "f32" => Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        "f16" => Ok(bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()),
+        other => Err(BackendError(format!("embedding {} has unknown dtype {other:?}", row.id))),
+    }
+}
+
+impl LakeBackend {
+    pub fn new(lake: Lake) -> crate::Result<LakeBackend> {
+        let ctx = lake.session()?;
+        Ok(LakeBackend {
+            lake,
+            ctx,
+            users: OnceCell::new(),
+            ref_posts: OnceCell::new(),
+            knowledge: Mutex::new(HashMap::new()),
+            vectors: Mutex::new((0, HashMap::new())),
+            streams: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn rows<R: Row>(&self, filter: Expr, order: Vec<datafusion::logical_expr::SortExpr>) -> Result<Vec<R>, BackendError> {
+        let mut df = self.ctx.table(R::TABLE).await.map_err(err)?.filter(filter).map_err(err)?;
+        if !order.is_empty() {
+            df = df.sort(order).map_err(err)?;
+        }
+        let mut out = Vec::new();
+        for batch in df.collect().await.map_err(err)? {
+            out.extend(R::from_batch(&batch).map_err(err)?);
+        }
+        Ok(out)
+    }
+
+    /// Whether a `posts` partition has any file (a stream exists that day).
+    async fn partition_exists(&self, source: PostSource, bucket: &str) -> Result<bool, BackendError> {
+        let key = format!("{}/{bucket}", source.as_str());
+        if let Some(known) = self.streams.lock().map_err(err)?.get(&key) {
+            return Ok(*known);
+        }
+        let prefix = self.lake.path(&format!("{}/source={}/bucket={bucket}", PostRow::TABLE, source.as_str()));
+        let first = self.lake.store().list(Some(&prefix)).try_next().await.map_err(err)?;
+        let exists = first.is_some();
+        self.streams.lock().map_err(err)?.insert(key, exists);
+        Ok(exists)
+    }
+
+    async fn bucket_vectors(&self, model: &str, bucket: &str) -> Result<Vectors, BackendError> {
+        let key = (model.to_string(), bucket.to_string());
+        {
+            let mut cache = self.vectors.lock().map_err(err)?;
+            cache.0 += 1;
+            let tick = cache.0;
+            if let Some(entry) = cache.1.get_mut(&key) {
+                entry.0 = tick;
+                return Ok(entry.1.clone());
+            }
+        }
+        let filter =
+            col("collection").eq(lit("posts")).and(col("model").eq(lit(model.to_string()))).and(col("bucket").eq(lit(bucket.to_string())));
+        let rows: Vec<EmbeddingRow> = self.rows(filter, vec![]).await?;
+        let map: HashMap<String, Vec<f32>> =
+            rows.iter().map(|r| Ok((r.id.clone(), decode_vector(r)?))).collect::<Result<_, BackendError>>()?;
+        let map = Arc::new(map);
+        let mut cache = self.vectors.lock().map_err(err)?;
+        if cache.1.len() >= CACHED_BUCKETS {
+            if let Some(oldest) = cache.1.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
+                cache.1.remove(&oldest);
+            }
+        }
+        let tick = cache.0;
+        cache.1.insert(key, (tick, map.clone()));
+        Ok(map)
+    }
+}
+
+#[async_trait]
+impl WorldBackend for LakeBackend {
+    async fn stream_posts(
+        &self,
+        location: &str,
+        day: NaiveDate,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Option<Vec<PostRow>>, BackendError> {
+        let bucket = buckets::raw(&day.format("%Y-%m-%d").to_string(), location);
+        if !self.partition_exists(PostSource::Raw, &bucket).await? {
+            return Ok(None);
+        }
+        let filter = partition(PostSource::Raw, &bucket)
+            .and(col("area").eq(lit(location.to_string())))
+            .and(col("published_at").gt_eq(ts(start)))
+            .and(col("published_at").lt(ts(end)));
+        let order = vec![col("published_at").sort(true, false), col("post_id").sort(true, false)];
+        Ok(Some(self.rows(filter, order).await?))
+    }
+
+    async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError> {
+        let filter = partition(PostSource::Topic, &buckets::topic(topic)).and(col("topic").eq(lit(topic.to_string())));
+        self.rows(filter, vec![col("published_at").sort(true, false), col("post_id").sort(true, false)]).await
+    }
+
+    async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError> {
+        let users = self
+            .users
+            .get_or_try_init(|| async {
+                let rows: Vec<UserRow> = self.rows(lit(true), vec![]).await?;
+                Ok::<_, BackendError>(rows.into_iter().map(|u| (u.uid.clone(), u)).collect())
+            })
+            .await?;
+        Ok(users.get(uid).cloned())
+    }
+
+    async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError> {
+        let filter = partition(PostSource::Weibo, &buckets::weibo(uid)).and(col("uid").eq(lit(uid.to_string())));
+        self.rows(filter, vec![col("published_at").sort(false, true), col("post_id").sort(true, false)]).await
+    }
+
+    async fn post_vectors(&self, model: &str, keys: &[PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError> {
+        let mut by_bucket: HashMap<&str, Vectors> = HashMap::new();
+        let mut out = Vec::with_capacity(keys.len());
+        for (bucket, id) in keys {
+            if !by_bucket.contains_key(bucket.as_str()) {
+                by_bucket.insert(bucket, self.bucket_vectors(model, bucket).await?);
+            }
+            out.push(by_bucket[bucket.as_str()].get(id).cloned());
+        }
+        Ok(out)
+    }
+
+    async fn knowledge(&self, model: &str) -> Result<Arc<KnowledgeIndex>, BackendError> {
+        if let Some(index) = self.knowledge.lock().map_err(err)?.get(model) {
+            return Ok(index.clone());
+        }
+        let docs: Vec<KnowledgeRow> = self.rows(lit(true), vec![col("doc_index").sort(true, false)]).await?;
+        let filter = col("collection").eq(lit("knowledge")).and(col("model").eq(lit(model.to_string())));
+        let rows: Vec<EmbeddingRow> = self.rows(filter, vec![]).await?;
+        let mut by_index: HashMap<i64, Vec<f32>> = HashMap::new();
+        for r in &rows {
+            if let Ok(i) = r.id.parse() {
+                by_index.insert(i, decode_vector(r)?);
+            }
+        }
+        let dim = by_index.values().next().map_or(0, Vec::len);
+        // Vectors only if every report has one: retrieval over part of a
+        // knowledge base would silently miss evidence.
+        let complete = docs.iter().all(|d| by_index.get(&d.doc_index).is_some_and(|v| v.len() == dim));
+        let vectors =
+            if complete && dim > 0 { docs.iter().flat_map(|d| by_index[&d.doc_index].iter().copied()).collect() } else { Vec::new() };
+        let index = Arc::new(KnowledgeIndex { docs, dim: if complete { dim } else { 0 }, vectors });
+        self.knowledge.lock().map_err(err)?.insert(model.to_string(), index.clone());
+        Ok(index)
+    }
+
+    async fn ref_post(&self, post_id: &str) -> Result<Option<String>, BackendError> {
+        let posts = self
+            .ref_posts
+            .get_or_try_init(|| async {
+                let rows: Vec<RefPostRow> = self.rows(lit(true), vec![]).await?;
+                Ok::<_, BackendError>(rows.into_iter().map(|r| (r.post_id, r.json)).collect())
+            })
+            .await?;
+        Ok(posts.get(post_id).cloned())
+    }
+}

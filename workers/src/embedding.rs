@@ -1,0 +1,141 @@
+//! `some embed`: stores vectors for posts and knowledge reports so the tools
+//! need not embed them on every call.
+//!
+//! Work is done one `posts` bucket at a time, each committed on its own, and
+//! only for ids that have no vector of that model yet: an interrupted run
+//! resumes where it stopped, and a second run does nothing.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use datafusion::prelude::{col, lit};
+use some_jobs::embed::{Embedder, Purpose};
+use some_jobs::progress::Progress;
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Row};
+
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// Texts embedded per call (and per progress step).
+const BATCH: usize = 256;
+
+/// What `some embed` covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedTarget {
+    Knowledge,
+    /// Posts of one source, or of every source.
+    Posts(Option<PostSource>),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmbedReport {
+    pub embedded: u64,
+    pub already: u64,
+    pub seconds: f64,
+}
+
+fn vector_row(id: String, v: Vec<f32>, collection: &str, model: &str, bucket: &str) -> EmbeddingRow {
+    EmbeddingRow {
+        id,
+        dtype: "f32".into(),
+        dim: v.len() as i32,
+        vector: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        collection: collection.into(),
+        model: model.into(),
+        bucket: bucket.into(),
+    }
+}
+
+async fn existing_ids(ctx: &datafusion::prelude::SessionContext, collection: &str, model: &str, bucket: &str) -> Result<HashSet<String>> {
+    let filter = col("collection")
+        .eq(lit(collection.to_string()))
+        .and(col("model").eq(lit(model.to_string())))
+        .and(col("bucket").eq(lit(bucket.to_string())));
+    let df = ctx.table(EmbeddingRow::TABLE).await?.filter(filter)?.select_columns(&["id"])?;
+    let mut ids = HashSet::new();
+    for batch in df.collect().await? {
+        ids.extend(
+            <String as some_schemas::row::ColumnValue>::from_array(batch.column(0).as_ref()).map_err(Error::Other)?.into_iter().flatten(),
+        );
+    }
+    Ok(ids)
+}
+
+/// Embeds `texts` (id, text) and commits them as one part file.
+async fn embed_and_write(
+    lake: &Lake,
+    embedder: &dyn Embedder,
+    items: Vec<(String, String)>,
+    collection: &str,
+    bucket: &str,
+    progress: &dyn Progress,
+) -> Result<u64> {
+    if items.is_empty() {
+        return Ok(0);
+    }
+    let mut rows = Vec::with_capacity(items.len());
+    for chunk in items.chunks(BATCH) {
+        let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embedder.embed(&texts, Purpose::Document).await.map_err(|e| Error::Other(e.to_string()))?;
+        if vectors.len() != chunk.len() {
+            return Err(Error::Other(format!("{} returned {} vectors for {} texts", embedder.model(), vectors.len(), chunk.len())));
+        }
+        for ((id, _), v) in chunk.iter().zip(vectors) {
+            rows.push(vector_row(id.clone(), v, collection, embedder.model(), bucket));
+        }
+        progress.advance(chunk.len() as u64);
+    }
+    let n = rows.len() as u64;
+    let mut txn = lake.txn();
+    txn.write_rows(rows).await?;
+    txn.commit().await?;
+    Ok(n)
+}
+
+pub async fn embed(lake: &Lake, embedder: &dyn Embedder, target: EmbedTarget, progress: &dyn Progress) -> Result<EmbedReport> {
+    let started = Instant::now();
+    let ctx = lake.session()?;
+    let mut report = EmbedReport::default();
+    match target {
+        EmbedTarget::Knowledge => {
+            let docs: Vec<KnowledgeRow> = lake.read(&ctx, None).await?;
+            let have = existing_ids(&ctx, "knowledge", embedder.model(), "all").await?;
+            let todo: Vec<(String, String)> =
+                docs.into_iter().map(|d| (d.doc_index.to_string(), d.content)).filter(|(id, _)| !have.contains(id)).collect();
+            report.already = have.len() as u64;
+            progress.phase("knowledge", Some(todo.len() as u64));
+            report.embedded = embed_and_write(lake, embedder, todo, "knowledge", "all", progress).await?;
+        }
+        EmbedTarget::Posts(source) => {
+            let mut sql = String::from("SELECT source, bucket, count(*) FROM posts");
+            if let Some(s) = source {
+                sql.push_str(&format!(" WHERE source = '{}'", s.as_str()));
+            }
+            sql.push_str(" GROUP BY source, bucket ORDER BY source, bucket");
+            let batches = ctx.sql(&sql).await?.collect().await?;
+            let mut partitions: Vec<(String, String, u64)> = Vec::new();
+            for b in &batches {
+                let s = <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Other)?;
+                let k = <String as some_schemas::row::ColumnValue>::from_array(b.column(1).as_ref()).map_err(Error::Other)?;
+                let n = <i64 as some_schemas::row::ColumnValue>::from_array(b.column(2).as_ref()).map_err(Error::Other)?;
+                for ((s, k), n) in s.into_iter().zip(k).zip(n) {
+                    partitions.push((s.unwrap_or_default(), k.unwrap_or_default(), n.unwrap_or_default() as u64));
+                }
+            }
+            progress.phase("posts", Some(partitions.iter().map(|p| p.2).sum()));
+            for (source, bucket, total) in partitions {
+                let have = existing_ids(&ctx, "posts", embedder.model(), &bucket).await?;
+                let filter = col("source").eq(lit(source.clone())).and(col("bucket").eq(lit(bucket.clone())));
+                let posts: Vec<PostRow> = lake.read(&ctx, Some(filter)).await?;
+                let todo: Vec<(String, String)> =
+                    posts.into_iter().filter(|p| !have.contains(&p.post_id)).map(|p| (p.post_id, p.content)).collect();
+                progress.advance(total - todo.len() as u64);
+                report.already += total - todo.len() as u64;
+                report.embedded += embed_and_write(lake, embedder, todo, "posts", &bucket, progress).await?;
+            }
+        }
+    }
+    progress.finish();
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
