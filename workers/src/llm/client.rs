@@ -1,0 +1,377 @@
+//! A client for any OpenAI-compatible endpoint (vLLM, llama.cpp's server,
+//! `some llm serve`, hosted APIs): chat completions with tools, and
+//! embeddings.
+//!
+//! - A pool of endpoints serving the same model: each call goes to the one
+//!   with the fewest calls in flight.
+//! - Bounded concurrency across the pool.
+//! - Retries with exponential backoff and jitter (backon) on 429, 5xx,
+//!   time-outs and connection errors; a `Retry-After` header sets the wait.
+//!   Other 4xx answers are not retried.
+//! - A per-call timeout, and token and latency accounting per call.
+//! - An optional response cache keyed by the request, so a rerun of the
+//!   same requests costs nothing (use it with a fixed seed).
+//!
+//! It speaks the wire format directly over the `reqwest` the build already
+//! has, rather than through async-openai: that crate's typed responses
+//! reject the fields vLLM and llama.cpp add or omit, and its errors drop the
+//! `Retry-After` header this client honours.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use backon::{ExponentialBuilder, Retryable};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use some_jobs::embed::{EmbedError, Embedder, Purpose};
+use some_jobs::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use some_jobs::protocol::NativeToolCall;
+use tokio::sync::Semaphore;
+
+/// One endpoint: a base URL (`http://host:port/v1`) and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub api_key: Option<String>,
+}
+
+impl Endpoint {
+    pub fn new(base_url: &str) -> Endpoint {
+        Endpoint { base_url: base_url.trim_end_matches('/').to_string(), api_key: None }
+    }
+}
+
+/// How the client calls.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// Calls in flight across all endpoints.
+    pub concurrency: usize,
+    /// Per attempt.
+    pub timeout: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// A folder to cache responses in, keyed by request.
+    pub cache: Option<PathBuf>,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        ClientSettings {
+            concurrency: 16,
+            timeout: Duration::from_secs(300),
+            max_retries: 5,
+            min_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            cache: None,
+        }
+    }
+}
+
+struct Slot {
+    endpoint: Endpoint,
+    in_flight: AtomicUsize,
+}
+
+/// Totals since the client was made.
+#[derive(Debug, Default)]
+pub struct ClientStats {
+    pub calls: AtomicU64,
+    pub retries: AtomicU64,
+    pub failures: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub completion_tokens: AtomicU64,
+}
+
+/// The pool of endpoints for one model.
+pub struct OpenAiClient {
+    model: String,
+    slots: Vec<Slot>,
+    http: reqwest::Client,
+    permits: Semaphore,
+    settings: ClientSettings,
+    pub stats: Arc<ClientStats>,
+}
+
+/// A failed attempt, classified.
+#[derive(Debug)]
+struct Failure {
+    transient: bool,
+    retry_after: Option<Duration>,
+    endpoint: String,
+    message: String,
+}
+
+impl Failure {
+    fn into_model_error(self) -> ModelError {
+        if self.transient {
+            ModelError::Transient { endpoint: self.endpoint, message: self.message }
+        } else {
+            ModelError::Permanent { endpoint: self.endpoint, message: self.message }
+        }
+    }
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+impl OpenAiClient {
+    pub fn new(model: &str, endpoints: Vec<Endpoint>, settings: ClientSettings) -> Result<OpenAiClient, ModelError> {
+        let permanent = |message: String| ModelError::Permanent { endpoint: String::new(), message };
+        if endpoints.is_empty() {
+            return Err(permanent("no endpoint given".into()));
+        }
+        for e in &endpoints {
+            if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
+                return Err(ModelError::Permanent { endpoint: e.base_url.clone(), message: "expected an http:// or https:// base URL".into() });
+            }
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_max_idle_per_host(settings.concurrency)
+            .build()
+            .map_err(|e| permanent(format!("http client: {e}")))?;
+        Ok(OpenAiClient {
+            model: model.to_string(),
+            slots: endpoints.into_iter().map(|endpoint| Slot { endpoint, in_flight: AtomicUsize::new(0) }).collect(),
+            http,
+            permits: Semaphore::new(settings.concurrency.max(1)),
+            settings,
+            stats: Arc::new(ClientStats::default()),
+        })
+    }
+
+    fn least_loaded(&self) -> &Slot {
+        self.slots.iter().min_by_key(|s| s.in_flight.load(Ordering::Relaxed)).unwrap_or(&self.slots[0])
+    }
+
+    /// One POST with the pool, the permit, the timeout and the retries.
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, ModelError> {
+        let _permit = self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
+        let backoff = ExponentialBuilder::default()
+            .with_jitter()
+            .with_min_delay(self.settings.min_backoff)
+            .with_max_delay(self.settings.max_backoff)
+            .with_max_times(self.settings.max_retries);
+        let attempt = || async {
+            let slot = self.least_loaded();
+            slot.in_flight.fetch_add(1, Ordering::Relaxed);
+            let result = self.attempt(slot, path, body).await;
+            slot.in_flight.fetch_sub(1, Ordering::Relaxed);
+            result
+        };
+        attempt
+            .retry(backoff)
+            .when(|f: &Failure| f.transient)
+            .adjust(|f: &Failure, planned| planned.map(|p| f.retry_after.unwrap_or(p)))
+            .notify(|f: &Failure, wait| {
+                self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(endpoint = %f.endpoint, error = %f.message, wait_ms = wait.as_millis() as u64, "model call failed; retrying");
+            })
+            .await
+            .map_err(|f| {
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                f.into_model_error()
+            })
+    }
+
+    async fn attempt(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
+        let url = format!("{}{path}", slot.endpoint.base_url);
+        let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure { transient, retry_after, endpoint: slot.endpoint.base_url.clone(), message };
+        let mut request = self.http.post(&url).timeout(self.settings.timeout).json(body);
+        if let Some(key) = &slot.endpoint.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => return Err(fail(true, None, format!("no answer within {:?}", self.settings.timeout))),
+            Err(e) => return Err(fail(true, None, format!("cannot reach {url}: {e}"))),
+        };
+        let status = response.status();
+        let wait = retry_after(response.headers());
+        let text = match response.text().await {
+            Ok(t) => t,
+            Err(e) => return Err(fail(true, None, format!("the answer broke off: {e}"))),
+        };
+        if !status.is_success() {
+            let transient = status.as_u16() == 429 || status.is_server_error() || status.as_u16() == 408;
+            let detail: String = text.chars().take(300).collect();
+            return Err(fail(transient, wait, format!("HTTP {status}: {detail}")));
+        }
+        serde_json::from_str(&text).map_err(|e| fail(false, None, format!("the answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>())))
+    }
+
+    fn cache_path(&self, body: &Value) -> Option<PathBuf> {
+        let dir = self.settings.cache.as_ref()?;
+        let key = hex::encode(Sha256::digest(body.to_string().as_bytes()));
+        Some(dir.join(&key[..2]).join(format!("{key}.json")))
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut v = json!({"role": role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// The request body of a chat completion.
+pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
+    let mut body = json!({"model": model, "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(), "stream": false});
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.clone());
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(s) = request.seed {
+        body["seed"] = json!(s);
+    }
+    if let Some(m) = request.max_tokens {
+        body["max_tokens"] = json!(m);
+    }
+    body
+}
+
+/// Reads a chat completion; a reply with no choice is an error.
+pub fn read_chat(value: &Value) -> Result<ChatResponse, String> {
+    let choice = value.get("choices").and_then(|c| c.get(0)).ok_or("the answer has no choices")?;
+    let message = choice.get("message").ok_or("the choice has no message")?;
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let f = c.get("function").unwrap_or(&Value::Null);
+                    let arguments = match f.get("arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    NativeToolCall {
+                        id: c.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_string),
+                        name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        arguments,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = value.get("usage").map_or(Usage::default(), |u| Usage {
+        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    });
+    Ok(ChatResponse {
+        content: message.get("content").and_then(Value::as_str).unwrap_or_default().to_string(),
+        tool_calls,
+        usage,
+        model: value.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
+        latency_ms: 0,
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+#[async_trait::async_trait]
+impl ChatModel for OpenAiClient {
+    fn name(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let started = Instant::now();
+        let body = chat_body(&self.model, request);
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let cached = self.cache_path(&body);
+        let value = match cached.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| serde_json::from_slice::<Value>(&b).ok()) {
+            Some(v) => {
+                self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                v
+            }
+            None => {
+                let v = self.post("/chat/completions", &body).await?;
+                if let Some(path) = &cached {
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    let tmp = path.with_extension("partial");
+                    if std::fs::write(&tmp, v.to_string()).is_ok() {
+                        let _ = std::fs::rename(&tmp, path);
+                    }
+                }
+                v
+            }
+        };
+        let mut response = read_chat(&value).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
+        response.latency_ms = started.elapsed().as_millis() as u64;
+        self.stats.prompt_tokens.fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
+        self.stats.completion_tokens.fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
+        Ok(response)
+    }
+}
+
+/// An OpenAI-compatible embeddings endpoint as an [`Embedder`].
+pub struct OpenAiEmbedder {
+    client: OpenAiClient,
+    dim: usize,
+    /// Prepended to queries (Qwen3-Embedding's instruction), not documents.
+    pub query_prefix: String,
+}
+
+impl OpenAiEmbedder {
+    pub fn new(client: OpenAiClient, dim: usize) -> OpenAiEmbedder {
+        OpenAiEmbedder { client, dim, query_prefix: String::new() }
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for OpenAiEmbedder {
+    fn model(&self) -> &str {
+        &self.client.model
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let err = |message: String| EmbedError { model: self.client.model.clone(), message };
+        let input: Vec<String> = texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
+        let value = self.client.post("/embeddings", &json!({"model": self.client.model, "input": input})).await.map_err(|e| err(e.to_string()))?;
+        let data = value.get("data").and_then(Value::as_array).ok_or_else(|| err("the answer has no data".into()))?;
+        let mut out = vec![Vec::new(); texts.len()];
+        for (i, item) in data.iter().enumerate() {
+            let index = item.get("index").and_then(Value::as_u64).map_or(i, |x| x as usize);
+            let v: Vec<f32> = item.get("embedding").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect()).unwrap_or_default();
+            if index < out.len() {
+                out[index] = v;
+            }
+        }
+        if out.iter().any(|v| v.len() != self.dim) {
+            return Err(err(format!("expected {} vectors of {} dimensions", texts.len(), self.dim)));
+        }
+        Ok(out)
+    }
+}

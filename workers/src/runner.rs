@@ -1,0 +1,243 @@
+//! Running episodes and scoring them: the work of one shard, whichever
+//! queue delivered it.
+//!
+//! A shard is a list of query ids. Each query's episode runs on the world
+//! (with its own folders), is scored by the judge, and becomes one
+//! `episodes` row and one `scores` row. The rows of a shard are committed
+//! together, and only then is the shard acknowledged: a shard interrupted
+//! anywhere before the commit leaves nothing, and its redelivery does all of
+//! it again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use some_jobs::agent::{AgentSettings, Episode, EpisodeContext, EpisodeStatus, run_episode};
+use some_jobs::embed::Embedder;
+use some_jobs::kernels::CpuKernels;
+use some_jobs::model::ChatModel;
+use some_jobs::scorers::{Judge, JudgeSettings, Scored, score};
+use some_jobs::tasks::task_def;
+use some_jobs::tools::{Folders, ToolContext, ToolSettings, WorldBackend as _};
+use some_schemas::{EpisodeRow, QueryRow, ScoreRow, Timestamp};
+
+use crate::backend::LakeBackend;
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// What a run was asked to do, stored with it (`runs.spec`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub run_id: String,
+    /// The agent model's name and endpoints.
+    pub model: String,
+    pub endpoints: Vec<String>,
+    pub judge_model: String,
+    pub judge_endpoints: Vec<String>,
+    pub agent: AgentSettings,
+    pub tools: ToolSettings,
+    pub judge: JudgeSettingsSpec,
+    /// Query ids, in the order they were planned.
+    pub queries: Vec<String>,
+    pub shard_size: usize,
+    /// Episodes of one shard run at once.
+    pub concurrency: usize,
+}
+
+/// [`JudgeSettings`] as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSettingsSpec {
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+    pub max_attempts: u32,
+}
+
+impl From<&JudgeSettingsSpec> for JudgeSettings {
+    fn from(s: &JudgeSettingsSpec) -> JudgeSettings {
+        JudgeSettings { temperature: s.temperature, seed: s.seed, max_attempts: s.max_attempts }
+    }
+}
+
+impl Default for JudgeSettingsSpec {
+    fn default() -> Self {
+        let d = JudgeSettings::default();
+        JudgeSettingsSpec { temperature: d.temperature, seed: d.seed, max_attempts: d.max_attempts }
+    }
+}
+
+/// Everything a shard runs with. Built once per worker process.
+pub struct Runner {
+    pub lake: Lake,
+    pub backend: Arc<LakeBackend>,
+    pub kernels: CpuKernels,
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub model: Arc<dyn ChatModel>,
+    pub judge: Arc<dyn ChatModel>,
+    /// Queries by id, read once.
+    pub queries: HashMap<String, QueryRow>,
+    pub worker: String,
+}
+
+fn now() -> Timestamp {
+    Timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64))
+}
+
+/// An episode and its score, as rows.
+pub struct Finished {
+    pub episode: EpisodeRow,
+    pub score: ScoreRow,
+}
+
+impl Runner {
+    /// Runs and scores one query.
+    pub async fn run_one(&self, spec: &RunSpec, query_id: &str, attempt: i32) -> Finished {
+        let started_at = now();
+        let Some(query) = self.queries.get(query_id) else {
+            let episode = Episode {
+                status: EpisodeStatus::QueryError,
+                answer: None,
+                error: Some(format!("query {query_id} is not in the lake")),
+                llm_calls: 0,
+                tool_calls: 0,
+                tool_errors: 0,
+                usage: Default::default(),
+                latency_ms: 0,
+                transcript: Default::default(),
+            };
+            let placeholder = QueryRow { query_id: query_id.to_string(), task: query_id.split('-').next().unwrap_or_default().to_uppercase(), ..empty_query() };
+            return self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default());
+        };
+        let post_json = match &query.post_id {
+            Some(id) => self.backend.ref_post(id).await.ok().flatten(),
+            None => None,
+        };
+        let tools = ToolContext {
+            backend: self.backend.as_ref(),
+            kernels: &self.kernels,
+            embedder: self.embedder.as_deref(),
+            chat: Some(self.model.as_ref()),
+            settings: &spec.tools,
+        };
+        let ctx = EpisodeContext { model: self.model.as_ref(), tools, settings: &spec.agent };
+        let mut folders = Folders::default();
+        let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await;
+        let judge_settings = JudgeSettings::from(&spec.judge);
+        let judge = Judge { model: self.judge.as_ref(), settings: &judge_settings };
+        let question = query
+            .task
+            .parse()
+            .ok()
+            .and_then(|t| task_def(t).user_message(query, post_json.as_deref()).ok())
+            .unwrap_or_default();
+        let scored = match episode.status {
+            EpisodeStatus::ModelError | EpisodeStatus::QueryError => Scored::default(),
+            _ => score(&judge, query, &question, episode.answer.as_deref()).await,
+        };
+        self.rows(spec, query, attempt, started_at, episode, scored)
+    }
+
+    fn rows(&self, spec: &RunSpec, query: &QueryRow, attempt: i32, started_at: Timestamp, episode: Episode, scored: Scored) -> Finished {
+        // A model failure is retried by `some rerun`; everything else is the result.
+        let is_final = !matches!(episode.status, EpisodeStatus::ModelError);
+        let finished_at = now();
+        let episode_row = EpisodeRow {
+            query_id: query.query_id.clone(),
+            task: query.task.clone(),
+            attempt,
+            is_final,
+            status: episode.status.as_str().to_string(),
+            answer: episode.answer,
+            model: spec.model.clone(),
+            protocol: format!("{:?}", spec.agent.protocol).to_lowercase(),
+            llm_calls: episode.llm_calls as i32,
+            tool_calls: episode.tool_calls as i32,
+            tool_errors: episode.tool_errors as i32,
+            prompt_tokens: episode.usage.prompt_tokens as i64,
+            completion_tokens: episode.usage.completion_tokens as i64,
+            latency_ms: episode.latency_ms as i64,
+            started_at,
+            finished_at,
+            worker: self.worker.clone(),
+            transcript: episode.transcript.to_json(),
+            error: episode.error,
+            run_id: spec.run_id.clone(),
+        };
+        let score_row = ScoreRow {
+            query_id: query.query_id.clone(),
+            task: query.task.clone(),
+            attempt,
+            is_final,
+            extracted: scored.extracted,
+            dimensions: scored.dimensions.map(|d| serde_json::to_string(&d).unwrap_or_default()),
+            score: scored.score,
+            completed: scored.completed,
+            judge_model: Some(spec.judge_model.clone()),
+            judge_calls: scored.judge_calls as i32,
+            judge_seed: spec.judge.seed.map(|s| s as i64),
+            judge_temperature: spec.judge.temperature.map(f64::from),
+            error: scored.error,
+            finished_at,
+            run_id: spec.run_id.clone(),
+        };
+        Finished { episode: episode_row, score: score_row }
+    }
+
+    /// Runs a shard and commits its rows; returns them once they are durable.
+    pub async fn run_shard(&self, spec: &RunSpec, queries: &[(String, i32)], progress: &dyn some_jobs::progress::Progress) -> Result<Vec<Finished>> {
+        let concurrency = spec.concurrency.max(1);
+        let finished: Vec<Finished> = futures::stream::iter(queries.iter().map(|(q, attempt)| async move {
+            let f = self.run_one(spec, q, *attempt).await;
+            progress.advance(1);
+            f
+        }))
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+        let mut txn = self.lake.txn();
+        let episodes: Vec<EpisodeRow> = finished.iter().map(|f| f.episode.clone()).collect();
+        let scores: Vec<ScoreRow> = finished.iter().map(|f| f.score.clone()).collect();
+        let written = async {
+            txn.write_rows(episodes).await?;
+            txn.write_rows(scores).await
+        }
+        .await;
+        if let Err(e) = written {
+            txn.abort().await?;
+            return Err(e);
+        }
+        txn.commit().await?;
+        Ok(finished)
+    }
+}
+
+fn empty_query() -> QueryRow {
+    QueryRow {
+        query_id: String::new(),
+        task: String::new(),
+        source_key: String::new(),
+        position: 0,
+        uid: None,
+        post_id: None,
+        action: None,
+        comment: None,
+        location: None,
+        window_start: None,
+        window_end: None,
+        topic: None,
+        claim: None,
+        question: None,
+        label: None,
+        reference: None,
+        entry: String::new(),
+    }
+}
+
+/// Reads every query of the lake into a map by id.
+pub async fn query_map(lake: &Lake) -> Result<HashMap<String, QueryRow>> {
+    let queries = crate::world::read_queries(lake).await?;
+    if queries.is_empty() {
+        return Err(Error::Other("the lake has no queries: run `some ingest queries` first".into()));
+    }
+    Ok(queries.into_iter().map(|q| (q.query_id.clone(), q)).collect())
+}
