@@ -1,0 +1,44 @@
+//! `some embed posts|knowledge`: store vectors in the lake.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use some_schemas::PostSource;
+use some_workers::Lake;
+use some_workers::embed::MiniLm;
+use some_workers::embedding::{EmbedTarget, embed};
+
+use super::progress::Bars;
+
+#[derive(Debug, Args)]
+pub struct Embed {
+    /// posts or knowledge.
+    pub collection: String,
+    /// Only posts of this source: raw, topic or weibo.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+impl Embed {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let target = match self.collection.as_str() {
+            "knowledge" => EmbedTarget::Knowledge,
+            "posts" => EmbedTarget::Posts(
+                self.source
+                    .map(|s| PostSource::parse(&s).ok_or_else(|| anyhow::anyhow!("unknown source {s:?}: expected raw, topic or weibo")))
+                    .transpose()?,
+            ),
+            other => anyhow::bail!("unknown collection {other:?}: expected posts or knowledge"),
+        };
+        let embedder = MiniLm::load_installed()?;
+        let report = embed(lake, &embedder, target, &Bars::new()).await?;
+        println!(
+            "embedded {} texts ({} already had vectors) in {:.1} s: {:.0} texts/s",
+            report.embedded,
+            report.already,
+            report.seconds,
+            report.embedded as f64 / report.seconds.max(1e-9)
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+}
