@@ -1,0 +1,8 @@
+//! End-to-end tests: the `some` command against real files, a real lake on a
+//! local folder and on a real S3 server. One binary, one module per area.
+
+mod lake;
+mod mcp;
+mod queries;
+mod tools;
+mod world;

@@ -1,0 +1,133 @@
+//! Helpers for the end-to-end tests: the `some` command as a user runs it,
+//! and real service processes started for the test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `some` binary built with the tests (`cargo test --workspace` builds it
+/// next to the test executables).
+pub fn some_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target folder");
+    let bin = dir.join(format!("some{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.is_file(), "{} is missing: run the tests with `cargo test --workspace` (infra/test.sh)", bin.display());
+    bin
+}
+
+/// One invocation of `some`.
+pub struct SomeRun {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl SomeRun {
+    fn from(out: Output) -> SomeRun {
+        SomeRun {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with the output unless the command succeeded.
+    pub fn ok(self) -> SomeRun {
+        assert_eq!(self.status, 0, "some failed:\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+/// Runs `some` with a lake and extra environment.
+pub fn some(lake: &str, env: &[(String, String)], args: &[&str]) -> SomeRun {
+    let out = Command::new(some_bin())
+        .arg("--lake")
+        .arg(lake)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env_remove("SOME_LAKE")
+        .output()
+        .expect("run some");
+    SomeRun::from(out)
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Waits until something accepts connections on the port.
+pub fn wait_for_port(port: u16, timeout: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A real S3 server (s3s-fs) over a temporary folder, stopped on drop.
+pub struct S3Server {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+pub const S3_KEY: &str = "some-test-key";
+pub const S3_SECRET: &str = "some-test-secret";
+
+impl S3Server {
+    /// Starts s3s-fs with one bucket. Fails the test if s3s-fs is not
+    /// installed (infra/test.sh installs it).
+    pub fn start(bucket: &str) -> S3Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join(bucket)).expect("bucket folder");
+        let mut server = S3Server { port: free_port(), dir, child: None };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("s3s-fs")
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string(), "--access-key", S3_KEY, "--secret-key", S3_SECRET])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start s3s-fs ({e}): run the tests through infra/test.sh, which installs it"));
+        self.child = Some(child);
+        assert!(wait_for_port(self.port, Duration::from_secs(20)), "s3s-fs did not start on port {}", self.port);
+    }
+
+    /// Stops the server; [`S3Server::restart`] brings it back on the same port and data.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// The AWS_* variables that point a client at this server.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL".into(), format!("http://127.0.0.1:{}", self.port)),
+            ("AWS_ACCESS_KEY_ID".into(), S3_KEY.into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), S3_SECRET.into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+        ]
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
