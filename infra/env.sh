@@ -1,0 +1,54 @@
+# Shared set-up for the scripts in infra/: sourced, not run.
+#
+# Everything slow to obtain (the cargo target folder, tools built from
+# crates.io) lives under $SOME_CACHE, outside the clone, so the next run on
+# this machine reuses it; a cold machine builds it once.
+
+set -euo pipefail
+
+SOME_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export SOME_ROOT
+export SOME_CACHE="${SOME_CACHE:-$HOME/.cache/some}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SOME_CACHE/target}"
+export PATH="$SOME_CACHE/bin:$HOME/.cargo/bin:$PATH"
+mkdir -p "$SOME_CACHE/bin"
+
+say() { printf '[some] %s\n' "$*" >&2; }
+
+# Installs Debian packages that are missing (needs root or sudo).
+ensure_apt() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# C toolchain pieces the -sys crates need: cmake (llama.cpp) and libclang
+# (bindgen).
+ensure_build_tools() {
+  ensure_apt cmake libclang-dev
+}
+
+# s3s-fs: a real S3 protocol server over a folder, for the S3 tests.
+ensure_s3s_fs() {
+  command -v s3s-fs >/dev/null 2>&1 && return 0
+  say "building s3s-fs 0.14.1 (once per machine, about 6 minutes)"
+  cargo install s3s-fs --version 0.14.1 --features binary --locked --root "$SOME_CACHE" --quiet
+}
+
+# RabbitMQ on 127.0.0.1:5672 (guest/guest).
+ensure_rabbitmq() {
+  if (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then return 0; fi
+  if ! command -v rabbitmq-server >/dev/null 2>&1; then
+    ensure_apt rabbitmq-server
+  fi
+  say "starting RabbitMQ"
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+  rabbitmqctl await_startup --timeout 120 >/dev/null
+}
