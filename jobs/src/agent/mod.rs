@@ -17,6 +17,7 @@
 //! and the oldest turns are dropped at a configurable input budget by an
 //! explicit, documented estimate ([`estimate_tokens`]).
 
+pub mod analysis;
 mod transcript;
 
 use std::time::Instant;
@@ -24,12 +25,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use some_schemas::{QueryRow, Task};
 
-pub use transcript::{CallRecord, Transcript};
+pub use transcript::{CallRecord, ToolRecord, Transcript};
 
 use crate::model::{ChatModel, ChatRequest, Message, NativeCallRecord, Role, Usage};
 use crate::protocol::{Malformed, ParsedReply, ToolCall, from_native, parse_reply, strip_think};
 use crate::tasks::task_def;
-use crate::tools::{Folders, ToolContext, ToolSpec, call_tool, text_protocol_block};
+use crate::tools::{Folders, ToolContext, ToolError, ToolOutcome, ToolSpec, call_tool, error_text, text_protocol_block};
 
 /// How tool calls travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,11 +65,24 @@ pub struct AgentSettings {
     pub temperature: Option<f32>,
     pub seed: Option<u64>,
     pub max_tokens: Option<u32>,
+    /// The paper's tool-response hallucination probe: every tool call is
+    /// answered with an error instead of running, so an agent that still
+    /// claims an answer made it up.
+    #[serde(default)]
+    pub failing_tools: bool,
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
-        AgentSettings { protocol: Protocol::Text, max_llm_calls: 20, max_input_tokens: 58_000, temperature: None, seed: None, max_tokens: None }
+        AgentSettings {
+            protocol: Protocol::Text,
+            max_llm_calls: 20,
+            max_input_tokens: 58_000,
+            temperature: None,
+            seed: None,
+            max_tokens: None,
+            failing_tools: false,
+        }
     }
 }
 
@@ -217,7 +231,11 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
         episode.transcript.calls.push(CallRecord::answered(episode.llm_calls, &request, &response, &parsed, call_started));
         let mut assistant = Message::assistant(response.content.clone());
         if settings.protocol == Protocol::Native {
-            assistant.tool_calls = response.tool_calls.iter().map(|c| NativeCallRecord { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }).collect();
+            assistant.tool_calls = response
+                .tool_calls
+                .iter()
+                .map(|c| NativeCallRecord { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+                .collect();
         }
         messages.push(assistant);
         let has_calls = match settings.protocol {
@@ -273,12 +291,18 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
 }
 
 async fn run_call(ctx: &EpisodeContext<'_>, folders: &mut Folders, tools: &[&ToolSpec], call: &ToolCall, episode: &mut Episode) -> String {
-    let outcome = call_tool(&ctx.tools, folders, tools, &call.name, &call.arguments).await;
+    let outcome = if ctx.settings.failing_tools {
+        let e = ToolError::new("ConnectionError", "the data service did not respond");
+        ToolOutcome { text: error_text(&call.name, &e), error: true, ..Default::default() }
+    } else {
+        call_tool(&ctx.tools, folders, tools, &call.name, &call.arguments).await
+    };
     episode.tool_calls += 1;
     episode.tool_errors += u32::from(outcome.error);
     episode.usage.prompt_tokens += outcome.usage.prompt_tokens;
     episode.usage.completion_tokens += outcome.usage.completion_tokens;
     episode.transcript.tool_results.push(transcript::ToolRecord {
+        call_index: episode.llm_calls,
         name: call.name.clone(),
         arguments: serde_json::Value::Object(call.arguments.clone()),
         format: call.format.to_string(),

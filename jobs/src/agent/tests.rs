@@ -23,7 +23,12 @@ impl Scripted {
 }
 
 fn say(text: &str) -> Result<ChatResponse, ModelError> {
-    Ok(ChatResponse { content: text.into(), usage: Usage { prompt_tokens: 100, completion_tokens: 10 }, model: "scripted".into(), ..Default::default() })
+    Ok(ChatResponse {
+        content: text.into(),
+        usage: Usage { prompt_tokens: 100, completion_tokens: 10 },
+        model: "scripted".into(),
+        ..Default::default()
+    })
 }
 
 #[async_trait::async_trait]
@@ -34,7 +39,11 @@ impl ChatModel for Scripted {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
         // Past the script, keep calling a tool (for the budget test).
-        self.replies.lock().unwrap().pop().unwrap_or_else(|| say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#))
+        self.replies
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#))
     }
 }
 
@@ -176,7 +185,11 @@ fn model_and_query_failures_end_as_statuses() {
 fn native_calls_are_answered_by_id() {
     let call = |id: &str, args: &str| NativeToolCall { id: id.into(), name: "user_search".into(), arguments: args.into() };
     let model = Scripted::new(vec![
-        Ok(ChatResponse { content: String::new(), tool_calls: vec![call("a", r#"{"uid": "1001"}"#), call("b", "{not json")], ..Default::default() }),
+        Ok(ChatResponse {
+            content: String::new(),
+            tool_calls: vec![call("a", r#"{"uid": "1001"}"#), call("b", "{not json")],
+            ..Default::default()
+        }),
         say("是"),
     ]);
     let settings = AgentSettings { protocol: Protocol::Native, ..Default::default() };
@@ -195,7 +208,8 @@ fn native_calls_are_answered_by_id() {
 #[test]
 fn old_turns_are_dropped_at_the_input_budget() {
     let m = |role, n: usize| Message::new(role, "字".repeat(n));
-    let messages = vec![m(Role::System, 10), m(Role::User, 10), m(Role::Assistant, 100), m(Role::User, 100), m(Role::Assistant, 5), m(Role::User, 5)];
+    let messages =
+        vec![m(Role::System, 10), m(Role::User, 10), m(Role::Assistant, 100), m(Role::User, 100), m(Role::Assistant, 5), m(Role::User, 5)];
     let fitted = fit_budget(&messages, 60);
     assert_eq!(fitted.len(), 4);
     assert_eq!(fitted[2].content.chars().count(), 5);

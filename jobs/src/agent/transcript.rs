@@ -60,6 +60,9 @@ impl CallRecord {
 /// One tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolRecord {
+    /// The model call whose reply made this tool call.
+    #[serde(default)]
+    pub call_index: u32,
     pub name: String,
     pub arguments: serde_json::Value,
     pub format: String,

@@ -38,8 +38,13 @@ pub fn baselines<'a>(task: Task, labels: impl IntoIterator<Item = &'a str>) -> O
         return None;
     }
     // Ties go to the label listed first in the task's label space.
-    let (majority_label, majority) = space.iter().map(|l| (*l, counts.get(l).copied().unwrap_or(0))).fold(("", 0), |best, c| if c.1 > best.1 { c } else { best });
-    Some(Baseline { random: 100.0 / space.len() as f64, majority: 100.0 * majority as f64 / n as f64, majority_label: majority_label.to_string() })
+    let (majority_label, majority) =
+        space.iter().map(|l| (*l, counts.get(l).copied().unwrap_or(0))).fold(("", 0), |best, c| if c.1 > best.1 { c } else { best });
+    Some(Baseline {
+        random: 100.0 / space.len() as f64,
+        majority: 100.0 * majority as f64 / n as f64,
+        majority_label: majority_label.to_string(),
+    })
 }
 
 #[cfg(test)]

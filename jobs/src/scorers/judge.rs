@@ -105,10 +105,12 @@ pub(super) async fn score_judged(judge: &Judge<'_>, task: Task, query: &QueryRow
     } else {
         let system = ATTEMPT_PROMPT.trim_end().replace("{question}", question);
         let verdict = judge
-            .ask(Some(system), format!("给出的回答为“{answer}”"), &mut scored, |r| match r.trim_matches(|c: char| "\"“”。. ".contains(c)) {
-                "正确" => Some(true),
-                "错误" => Some(false),
-                _ => None,
+            .ask(Some(system), format!("给出的回答为“{answer}”"), &mut scored, |r| {
+                match r.trim_matches(|c: char| "\"“”。. ".contains(c)) {
+                    "正确" => Some(true),
+                    "错误" => Some(false),
+                    _ => None,
+                }
             })
             .await;
         verdict.unwrap_or(false)

@@ -104,7 +104,10 @@ fn judged_scores_are_the_mean_rating_times_twenty() {
     let judge = ScriptedJudge::new(&["Accuracy: 4, Completeness: 3, Relevance: 5"]);
     let s = run(&judge, &query("RED", None, Some(r#"[{"标题":"t"}]"#)), Some("事件：地铁故障"));
     assert_eq!(s.score, 80.0);
-    assert_eq!(s.dimensions.unwrap().into_iter().collect::<Vec<_>>(), vec![("accuracy".into(), 4), ("completeness".into(), 3), ("relevance".into(), 5)]);
+    assert_eq!(
+        s.dimensions.unwrap().into_iter().collect::<Vec<_>>(),
+        vec![("accuracy".into(), 4), ("completeness".into(), 3), ("relevance".into(), 5)]
+    );
     let seen = judge.seen.lock().unwrap();
     assert!(seen[0].messages[0].content.contains("reference answer “[{\"标题\": \"t\"}]”"), "{}", seen[0].messages[0].content);
     assert_eq!(seen[0].messages[1].content, "The given event summary is “事件：地铁故障”");

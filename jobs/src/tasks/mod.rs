@@ -34,12 +34,42 @@ const DEFS: [TaskDef; 8] = [
         system_prompt: include_str!("../../prompts/tasks/red.txt"),
         tool_names: &["post_search", "data_folder", "topic_clustering", "topic_summarization"],
     },
-    TaskDef { task: Task::Ses, version: 1, system_prompt: include_str!("../../prompts/tasks/ses.txt"), tool_names: &["data_folder", "topic_search"] },
-    TaskDef { task: Task::Mid, version: 1, system_prompt: include_str!("../../prompts/tasks/mid.txt"), tool_names: &["knowledge_retrieve"] },
-    TaskDef { task: Task::Ubp, version: 1, system_prompt: include_str!("../../prompts/tasks/ubp.txt"), tool_names: &["user_search", "data_folder"] },
-    TaskDef { task: Task::Uea, version: 1, system_prompt: include_str!("../../prompts/tasks/uea.txt"), tool_names: &["user_search", "data_folder"] },
-    TaskDef { task: Task::Ucs, version: 1, system_prompt: include_str!("../../prompts/tasks/ucs.txt"), tool_names: &["user_search", "data_folder"] },
-    TaskDef { task: Task::Mcr, version: 1, system_prompt: include_str!("../../prompts/tasks/mcr.txt"), tool_names: &["user_search", "data_folder"] },
+    TaskDef {
+        task: Task::Ses,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/ses.txt"),
+        tool_names: &["data_folder", "topic_search"],
+    },
+    TaskDef {
+        task: Task::Mid,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/mid.txt"),
+        tool_names: &["knowledge_retrieve"],
+    },
+    TaskDef {
+        task: Task::Ubp,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/ubp.txt"),
+        tool_names: &["user_search", "data_folder"],
+    },
+    TaskDef {
+        task: Task::Uea,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/uea.txt"),
+        tool_names: &["user_search", "data_folder"],
+    },
+    TaskDef {
+        task: Task::Ucs,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/ucs.txt"),
+        tool_names: &["user_search", "data_folder"],
+    },
+    TaskDef {
+        task: Task::Mcr,
+        version: 1,
+        system_prompt: include_str!("../../prompts/tasks/mcr.txt"),
+        tool_names: &["user_search", "data_folder"],
+    },
     TaskDef {
         task: Task::Smq,
         version: 1,
@@ -80,8 +110,11 @@ impl TaskDef {
     pub fn user_message(&self, query: &QueryRow, post_json: Option<&str>) -> Result<String, String> {
         let need = |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("query {} has no {what}", query.query_id));
         let post = || -> Result<String, String> {
-            let raw = post_json.ok_or_else(|| format!("post {} of query {} is not in ref_posts", query.post_id.as_deref().unwrap_or("?"), query.query_id))?;
-            let value: serde_json::Value = serde_json::from_str(raw).map_err(|e| format!("post {}: {e}", query.post_id.as_deref().unwrap_or("?")))?;
+            let raw = post_json.ok_or_else(|| {
+                format!("post {} of query {} is not in ref_posts", query.post_id.as_deref().unwrap_or("?"), query.query_id)
+            })?;
+            let value: serde_json::Value =
+                serde_json::from_str(raw).map_err(|e| format!("post {}: {e}", query.post_id.as_deref().unwrap_or("?")))?;
             Ok(python_json(&value))
         };
         Ok(match self.task {
@@ -94,7 +127,8 @@ impl TaskDef {
             Task::Ses => format!("请给出话题“{}”的事件发生经过和详细时间、地点、情节。", need(&query.topic, "topic")?),
             Task::Mid => format!("Please determine if the twitter '{}' is true.", need(&query.claim, "claim")?),
             Task::Ubp => {
-                let action = query.action.as_deref().and_then(action_word).ok_or_else(|| format!("query {} has no action", query.query_id))?;
+                let action =
+                    query.action.as_deref().and_then(action_word).ok_or_else(|| format!("query {} has no action", query.query_id))?;
                 format!("请判断ID为{}的用户是否对帖子```{}```进行{action}。", need(&query.uid, "uid")?, post()?)
             }
             Task::Uea => format!("请判断ID为{}的用户会对帖子```{}```产生哪种情绪。", need(&query.uid, "uid")?, post()?),
@@ -134,10 +168,16 @@ mod tests {
         assert!(def.system_prompt(ubp).contains("进行转发"));
         assert_eq!(
             def.user_message(ubp, Some(post)).unwrap(),
-            format!("请判断ID为{}的用户是否对帖子```{{\"内容\": \"周末见🔥\", \"发布时间\": \"2024-11-19 23:24\", \"转发量\": 405411}}```进行转发。", ubp.uid.as_deref().unwrap())
+            format!(
+                "请判断ID为{}的用户是否对帖子```{{\"内容\": \"周末见🔥\", \"发布时间\": \"2024-11-19 23:24\", \"转发量\": 405411}}```进行转发。",
+                ubp.uid.as_deref().unwrap()
+            )
         );
         let red = queries.iter().find(|q| q.source_key == "2025-06-01 00:00:00_2025-06-01 01:00:00_新疆").unwrap();
-        assert_eq!(task_def(Task::Red).user_message(red, None).unwrap(), "请给出从2025-06-01 00:00:00到2025-06-01 01:00:00，在社交媒体上讨论的发生在新疆的事件。");
+        assert_eq!(
+            task_def(Task::Red).user_message(red, None).unwrap(),
+            "请给出从2025-06-01 00:00:00到2025-06-01 01:00:00，在社交媒体上讨论的发生在新疆的事件。"
+        );
         assert_eq!(tools_in_use().len(), 8);
         let err = task_def(Task::Mcr).user_message(queries.iter().find(|q| q.task == "MCR").unwrap(), None).unwrap_err();
         assert!(err.contains("is not in ref_posts"), "{err}");
