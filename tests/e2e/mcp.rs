@@ -35,7 +35,16 @@ where
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["data_folder", "post_search", "topic_search", "user_search", "post_retrieve", "knowledge_retrieve", "topic_clustering", "topic_summarization"]
+        [
+            "data_folder",
+            "post_search",
+            "topic_search",
+            "user_search",
+            "post_retrieve",
+            "knowledge_retrieve",
+            "topic_clustering",
+            "topic_summarization"
+        ]
     );
     assert_eq!(tools[0].input_schema["required"], json!(["folder_name", "start_idx", "end_idx"]));
 
@@ -45,7 +54,10 @@ where
         .unwrap();
     let found_text = text(&found);
     let folder = format!("{}_{}_{}", WINDOW[0], WINDOW[1], WINDOW[2]);
-    assert!(found_text.ends_with(&format!("条符合条件的帖子已存储在数据文件夹 '{folder}' 中。可以通过工具'data_folder'调用。\n")), "{found_text}");
+    assert!(
+        found_text.ends_with(&format!("条符合条件的帖子已存储在数据文件夹 '{folder}' 中。可以通过工具'data_folder'调用。\n")),
+        "{found_text}"
+    );
     let n: usize = found_text.split(' ').next().unwrap().parse().unwrap();
     assert!(n > 10, "the window holds its events' posts: {n}");
 

@@ -41,7 +41,7 @@ fn a_broken_query_file_fails_clearly_and_writes_nothing() {
 
     write("media_content_recommend", r#"{"7": [{"weibo_id": "1", "label": "是"}"#);
     let run = some(lake, &[], &["ingest", "queries", data.to_str().unwrap()]);
-    assert!(run.stderr.contains("at line 1 column 41: invalid JSON: the JSON ends early (truncated file?)"), "{}", run.stderr);
+    assert!(run.stderr.contains("at line 1 column 40: invalid JSON: the JSON ends early (truncated file?)"), "{}", run.stderr);
 
     std::fs::remove_dir_all(data.join("media_content_recommend")).unwrap();
     std::fs::create_dir_all(data.join("media_recommend")).unwrap();

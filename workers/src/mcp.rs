@@ -66,8 +66,14 @@ impl SomeMcp {
     }
 
     /// Serves streamable HTTP at `addr` (path `/mcp`) until `shutdown` resolves.
-    pub async fn serve_http(self, addr: SocketAddr, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<SocketAddr> {
-        use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager};
+    pub async fn serve_http(
+        self,
+        addr: SocketAddr,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<SocketAddr> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
         let service = StreamableHttpService::new(
             move || Ok(self.clone()),
             Arc::new(LocalSessionManager::default()),
@@ -95,7 +101,11 @@ impl ServerHandler for SomeMcp {
             )
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(SomeMcp::tools()))
     }
 

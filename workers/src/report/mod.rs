@@ -1,0 +1,123 @@
+//! `some report`: a run's results in the layout of the paper's Tables 3 and
+//! 4, with the random and majority-class baselines, the published rows for
+//! reference, and the paper's tool-use analyses (one-attempt success and
+//! hallucination rates).
+
+mod paper;
+mod render;
+
+use std::collections::{BTreeMap, HashMap};
+
+use some_jobs::agent::Transcript;
+use some_jobs::agent::analysis::{ChainFailure, first_chain_failure, tool_calling_hallucination};
+use some_jobs::scorers::baselines::{Baseline, baselines};
+use some_schemas::Task;
+
+pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
+pub use render::{html, text};
+
+use crate::error::Result;
+use crate::lake::Lake;
+use crate::runner::RunSpec;
+use crate::runs::{RunRows, load_run, read_run};
+use crate::world::read_queries;
+
+/// One task's line of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskLine {
+    pub task: Task,
+    pub planned: usize,
+    /// Queries with a final result.
+    pub done: usize,
+    /// Mean score of the final results, 0-100.
+    pub score: Option<f64>,
+    /// Task completion rate, %.
+    pub tcr: Option<f64>,
+    pub baseline: Option<Baseline>,
+}
+
+/// The paper's tool-use analyses over the run's final episodes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolUse {
+    pub episodes: usize,
+    /// Tool chains planned in one attempt.
+    pub one_attempt: usize,
+    pub failures: BTreeMap<ChainFailure, usize>,
+    /// Episodes that never got a tool call read.
+    pub calling_hallucinations: usize,
+}
+
+/// Everything `some report` prints.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub spec: RunSpec,
+    pub cancelled: bool,
+    pub tasks: Vec<TaskLine>,
+    pub tool_use: ToolUse,
+    /// Episodes by status, final results only.
+    pub statuses: BTreeMap<String, usize>,
+    /// Attempts that are not final (model errors awaiting a rerun).
+    pub unfinished_attempts: usize,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub judge_calls: i64,
+}
+
+impl Report {
+    /// The mean over the tasks that have results (the paper's Avg.).
+    pub fn average(&self, value: impl Fn(&TaskLine) -> Option<f64>) -> Option<f64> {
+        let values: Vec<f64> = self.tasks.iter().filter_map(value).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    }
+}
+
+pub async fn build(lake: &Lake, run_id: &str) -> Result<Report> {
+    let (spec, cancelled) = load_run(lake, run_id).await?;
+    let rows = read_run(lake, run_id).await?;
+    let labels: HashMap<String, Option<String>> = read_queries(lake).await?.into_iter().map(|q| (q.query_id, q.label)).collect();
+    Ok(summarize(spec, cancelled, &rows, &labels))
+}
+
+/// The report of a run from its rows and the queries' labels.
+pub fn summarize(spec: RunSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<String, Option<String>>) -> Report {
+    let finals = rows.finals();
+    let mut tasks = Vec::new();
+    for task in Task::ALL {
+        let planned: Vec<&String> = spec.queries.iter().filter(|q| q.starts_with(&format!("{}-", task.code().to_lowercase()))).collect();
+        if planned.is_empty() {
+            continue;
+        }
+        let done: Vec<_> = planned.iter().filter_map(|q| finals.get(q.as_str())).collect();
+        let mean = |f: &dyn Fn(&crate::runs::FinalResult) -> f64| {
+            (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64)
+        };
+        let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(q.as_str()).and_then(|l| l.as_deref())).collect();
+        tasks.push(TaskLine {
+            task,
+            planned: planned.len(),
+            done: done.len(),
+            score: mean(&|r| r.score.score),
+            tcr: mean(&|r| if r.score.completed { 100.0 } else { 0.0 }),
+            baseline: baselines(task, task_labels),
+        });
+    }
+    let mut tool_use = ToolUse::default();
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut prompt_tokens, mut completion_tokens, mut judge_calls) = (0, 0, 0);
+    for result in finals.values() {
+        let e = &result.episode;
+        *statuses.entry(e.status.clone()).or_default() += 1;
+        prompt_tokens += e.prompt_tokens;
+        completion_tokens += e.completion_tokens;
+        judge_calls += i64::from(result.score.judge_calls);
+        let (Ok(task), Ok(transcript)) = (e.task.parse::<Task>(), serde_json::from_str::<Transcript>(&e.transcript)) else { continue };
+        tool_use.episodes += 1;
+        match first_chain_failure(task, &transcript) {
+            None => tool_use.one_attempt += 1,
+            Some(cause) => *tool_use.failures.entry(cause).or_default() += 1,
+        }
+        tool_use.calling_hallucinations += usize::from(tool_calling_hallucination(&transcript));
+    }
+    let unfinished_attempts = rows.episodes.iter().filter(|e| !e.is_final).count();
+    Report { spec, cancelled, tasks, tool_use, statuses, unfinished_attempts, prompt_tokens, completion_tokens, judge_calls }
+}

@@ -1,0 +1,194 @@
+//! The report as text (the terminal) and as one self-contained HTML page.
+
+use std::fmt::Write as _;
+
+use some_jobs::agent::analysis::ChainFailure;
+use some_schemas::Task;
+
+use super::{PAPER_SCORES, PAPER_TCR, PaperRow, Report, TaskLine};
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
+}
+
+fn pct(part: usize, whole: usize) -> String {
+    if whole == 0 { "-".into() } else { format!("{:.1}%", 100.0 * part as f64 / whole as f64) }
+}
+
+/// A table's rows: this run, its baselines (scores only), then the paper's.
+fn table_rows(
+    report: &Report,
+    value: fn(&TaskLine) -> Option<f64>,
+    with_baselines: bool,
+    paper: &[PaperRow],
+) -> Vec<(String, String, Vec<String>)> {
+    let per_task = |f: &dyn Fn(Task) -> Option<f64>| -> Vec<Option<f64>> { Task::ALL.iter().map(|t| f(*t)).collect() };
+    let line = |t: Task| report.tasks.iter().find(|l| l.task == t);
+    let with_avg = |values: Vec<Option<f64>>| {
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        let avg = (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64);
+        values.into_iter().chain([avg]).map(cell).collect::<Vec<_>>()
+    };
+    let mut rows = vec![("this run: ".to_string() + &report.spec.model, "".into(), with_avg(per_task(&|t| line(t).and_then(value))))];
+    if with_baselines {
+        rows.push((
+            "random baseline".into(),
+            "".into(),
+            with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.random))),
+        ));
+        rows.push((
+            "majority-class baseline".into(),
+            "".into(),
+            with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.majority))),
+        ));
+    }
+    for p in paper {
+        rows.push((format!("paper: {}", p.model), p.size.into(), p.values.iter().map(|v| format!("{v:.2}")).collect()));
+    }
+    rows
+}
+
+fn header() -> Vec<String> {
+    Task::ALL.iter().map(|t| t.code().to_string()).chain(["Avg.".to_string()]).collect()
+}
+
+fn text_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String>)]) {
+    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10).max(5);
+    let _ = writeln!(out, "{title}");
+    let _ = write!(out, "{:<width$} {:>5}", "Model", "Size");
+    for h in header() {
+        let _ = write!(out, " {h:>7}");
+    }
+    out.push('\n');
+    for (name, size, values) in rows {
+        let _ = write!(out, "{name:<width$} {size:>5}");
+        for v in values {
+            let _ = write!(out, " {v:>7}");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// The report for a terminal.
+pub fn text(report: &Report) -> String {
+    let spec = &report.spec;
+    let mut out = String::new();
+    let judge_how = format!(
+        "temperature {}, seed {}",
+        spec.judge.temperature.map_or("endpoint default".into(), |t| t.to_string()),
+        spec.judge.seed.map_or("none".into(), |s| s.to_string())
+    );
+    let _ = writeln!(out, "run {}{}", spec.run_id, if report.cancelled { " (cancelled)" } else { "" });
+    let _ = writeln!(out, "agent {} ({:?} protocol) · judge {} ({judge_how})", spec.model, spec.agent.protocol, spec.judge_model);
+    let planned: usize = report.tasks.iter().map(|t| t.planned).sum();
+    let done: usize = report.tasks.iter().map(|t| t.done).sum();
+    let _ = writeln!(out, "queries: {done} of {planned} have a final result; {} attempts await a rerun", report.unfinished_attempts);
+    let statuses: Vec<String> = report.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let _ = writeln!(out, "episodes: {}", if statuses.is_empty() { "none".into() } else { statuses.join(", ") });
+    let _ = writeln!(
+        out,
+        "tokens: {} prompt, {} completion; judge calls {}\n",
+        report.prompt_tokens, report.completion_tokens, report.judge_calls
+    );
+    if spec.agent.failing_tools {
+        let _ = writeln!(
+            out,
+            "This run answered every tool call with an error (the hallucination probe): its TCR is the tool-response hallucination rate.\n"
+        );
+    }
+    text_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    text_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
+    let u = &report.tool_use;
+    let _ = writeln!(out, "Tool use (the paper's Figures 3 and 4), over {} episodes:", u.episodes);
+    let _ = writeln!(out, "  one-attempt success rate      {}", pct(u.one_attempt, u.episodes));
+    for cause in ChainFailure::ALL {
+        let n = u.failures.get(&cause).copied().unwrap_or(0);
+        let _ = writeln!(out, "  first failure: {:<14} {}", cause.as_str(), pct(n, u.episodes));
+    }
+    let _ = writeln!(out, "  tool-calling hallucination    {}", pct(u.calling_hallucinations, u.episodes));
+    if spec.agent.failing_tools {
+        let rate = report.average(|l| l.tcr);
+        let _ = writeln!(out, "  tool-response hallucination   {}", rate.map_or("-".into(), |r| format!("{r:.1}%")));
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn html_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String>)]) {
+    let _ = write!(out, "<h2>{}</h2><table><tr><th>Model</th><th>Size</th>", esc(title));
+    for h in header() {
+        let _ = write!(out, "<th>{h}</th>");
+    }
+    out.push_str("</tr>");
+    for (i, (name, size, values)) in rows.iter().enumerate() {
+        let class = if i == 0 { " class=\"run\"" } else { "" };
+        let _ = write!(out, "<tr{class}><td>{}</td><td>{}</td>", esc(name), esc(size));
+        for v in values {
+            let _ = write!(out, "<td>{v}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
+/// Grouped bars per task: this run, the majority baseline and the best
+/// published score, as inline SVG.
+fn chart(report: &Report) -> String {
+    let (w, h, top) = (760.0, 240.0, 20.0);
+    let group = w / 8.0;
+    let bar = group / 4.0;
+    let y = |v: f64| top + (h - top) * (1.0 - v / 100.0);
+    let mut svg = format!("<svg viewBox=\"0 0 {w} {}\" width=\"{w}\" role=\"img\" aria-label=\"scores per task\">", h + 24.0);
+    for (i, task) in Task::ALL.iter().enumerate() {
+        let x0 = i as f64 * group + bar / 2.0;
+        let line = report.tasks.iter().find(|l| l.task == *task);
+        let best = PAPER_SCORES.iter().map(|p| p.values[i]).fold(0.0, f64::max);
+        let bars = [
+            (line.and_then(|l| l.score), "#2b6cb0", "this run"),
+            (line.and_then(|l| l.baseline.as_ref()).map(|b| b.majority), "#a0aec0", "majority baseline"),
+            (Some(best), "#dd6b20", "best published"),
+        ];
+        for (j, (v, color, what)) in bars.iter().enumerate() {
+            if let Some(v) = v {
+                let x = x0 + j as f64 * bar;
+                let _ = write!(
+                    svg,
+                    "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{} {what}: {v:.2}</title></rect>",
+                    y(*v),
+                    bar - 2.0,
+                    h - y(*v),
+                    task.code()
+                );
+            }
+        }
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
+            x0 + 1.5 * bar,
+            h + 16.0,
+            task.code()
+        );
+    }
+    svg.push_str("</svg><p class=\"legend\"><span style=\"color:#2b6cb0\">■</span> this run <span style=\"color:#a0aec0\">■</span> majority-class baseline <span style=\"color:#dd6b20\">■</span> best published (Table 3)</p>");
+    svg
+}
+
+/// The report as one HTML page with no outside resources.
+pub fn html(report: &Report) -> String {
+    let mut out = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>some report</title><style>\
+body{font-family:system-ui,sans-serif;margin:2em;color:#1a202c}table{border-collapse:collapse;margin-bottom:1.5em}\
+td,th{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}td:first-child{text-align:left}\
+tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.legend{font-size:90%}</style></head><body>",
+    );
+    let _ = write!(out, "<h1>Run {}</h1>", esc(&report.spec.run_id));
+    out.push_str(&chart(report));
+    html_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    html_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
+    let _ = write!(out, "<h2>Summary</h2><pre>{}</pre></body></html>", esc(&text(report)));
+    out
+}
