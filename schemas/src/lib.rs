@@ -29,7 +29,7 @@ pub mod task;
 
 pub use error::SchemaError;
 pub use ids::{Attempt, QueryId, RunId, ShardId};
-pub use messages::{Job, JobKind, JobMessage};
+pub use messages::{Job, JobKind, JobMessage, QueryAttempt};
 pub use row::{Row, Timestamp};
 pub use tables::*;
 pub use task::{Language, Scoring, Task};

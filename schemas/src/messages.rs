@@ -36,12 +36,20 @@ impl JobKind {
     }
 }
 
+/// A query of a shard and the attempt number its result is written under:
+/// a redelivered shard writes the same attempt again, a rerun the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryAttempt {
+    pub query_id: QueryId,
+    pub attempt: i32,
+}
+
 /// One unit of queued work.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "job", rename_all = "snake_case")]
 pub enum Job {
-    /// Run the agent on these queries.
-    Episodes { run_id: RunId, shard_id: ShardId, query_ids: Vec<QueryId> },
+    /// Run the agent on these queries and score the answers.
+    Episodes { run_id: RunId, shard_id: ShardId, queries: Vec<QueryAttempt> },
     /// Score the final episodes of these queries.
     Judge { run_id: RunId, shard_id: ShardId, query_ids: Vec<QueryId> },
     /// Read one source file (a path inside the release root) into the lake.
@@ -94,7 +102,11 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_refuse_other_versions() {
-        let msg = JobMessage::new(Job::Episodes { run_id: "r1".into(), shard_id: "r1-0001".into(), query_ids: vec!["red-00".into()] });
+        let msg = JobMessage::new(Job::Episodes {
+            run_id: "r1".into(),
+            shard_id: "r1-0001".into(),
+            queries: vec![QueryAttempt { query_id: "red-00".into(), attempt: 1 }],
+        });
         let back = JobMessage::from_bytes(&msg.to_bytes()).unwrap();
         assert_eq!(back, msg);
         assert_eq!(back.job.kind().queue(), "some.episode");

@@ -1,6 +1,8 @@
 //! End-to-end tests: the `some` command against real files, a real lake on a
 //! local folder and on a real S3 server. One binary, one module per area.
 
+mod distributed;
+mod episodes;
 mod lake;
 mod mcp;
 mod queries;

@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: the `some` command as a user runs it,
 //! and real service processes started for the test.
 
+pub mod scripted;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -130,4 +132,98 @@ impl Drop for S3Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Tests that restart the shared RabbitMQ take this for writing; every
+/// other broker test takes it for reading.
+pub static BROKER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn rabbitmqctl(args: &[&str]) {
+    let out = Command::new("rabbitmqctl")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("rabbitmqctl {args:?}: {e} (infra/test.sh starts RabbitMQ)"));
+    assert!(out.status.success(), "rabbitmqctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A virtual host of its own on the machine's RabbitMQ, so concurrent tests
+/// never consume each other's shards; deleted on drop.
+pub struct Vhost {
+    pub name: String,
+}
+
+impl Vhost {
+    pub fn new() -> Vhost {
+        assert!(
+            wait_for_port(5672, Duration::from_secs(5)),
+            "RabbitMQ is not on 127.0.0.1:5672: run the tests through infra/test.sh, which starts it"
+        );
+        let name = format!("some-test-{}", std::process::id()) + &format!("-{}", free_port());
+        rabbitmqctl(&["add_vhost", &name]);
+        rabbitmqctl(&["set_permissions", "-p", &name, "guest", ".*", ".*", ".*"]);
+        Vhost { name }
+    }
+
+    pub fn url(&self) -> String {
+        format!("amqp://guest:guest@127.0.0.1:5672/{}", self.name)
+    }
+
+    /// Stops and starts the broker application (every vhost).
+    pub fn restart_broker(pause: Duration) {
+        rabbitmqctl(&["stop_app"]);
+        std::thread::sleep(pause);
+        rabbitmqctl(&["start_app"]);
+        rabbitmqctl(&["await_startup"]);
+    }
+}
+
+impl Drop for Vhost {
+    fn drop(&mut self) {
+        let _ = Command::new("rabbitmqctl").args(["delete_vhost", &self.name]).output();
+    }
+}
+
+/// A `some` process in the background (a worker), killed on drop.
+pub struct Background {
+    pub child: Child,
+}
+
+impl Background {
+    pub fn start(lake: &str, env: &[(String, String)], args: &[&str]) -> Background {
+        let child = Command::new(some_bin())
+            .arg("--lake")
+            .arg(lake)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_remove("SOME_LAKE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start some");
+        Background { child }
+    }
+
+    /// SIGKILL: no chance to settle anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `done` until it is true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    false
 }

@@ -4,6 +4,8 @@
 
 pub mod backend;
 pub mod check;
+pub mod compare;
+pub mod coordinator;
 pub mod embed;
 pub mod embedding;
 pub mod error;
@@ -11,7 +13,11 @@ pub mod lake;
 pub mod llm;
 pub mod mcp;
 pub mod models;
+pub mod queue;
+pub mod report;
 pub mod runner;
+pub mod runs;
+pub mod worker;
 pub mod world;
 
 pub use error::{Error, Result};

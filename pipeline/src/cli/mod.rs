@@ -2,12 +2,17 @@
 //! into a validated plan, then calls the workers crate.
 
 mod check;
+mod compare;
+mod demo;
 mod embed;
 mod ingest;
+mod llm;
 mod mcp;
 mod models;
 mod progress;
+mod run;
 mod sql;
+mod status;
 mod synth;
 
 use std::process::ExitCode;
@@ -33,6 +38,28 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The embedded default end to end: models, queries, a small world, one
+    /// query of every task with the built-in model over HTTP, the report.
+    Demo(demo::Demo),
+    /// Run queries with an agent model and score them (on this process).
+    Run(run::Run),
+    /// Run the queries of a run that have no final result.
+    Rerun(run::Rerun),
+    /// A run's scores and completion rates beside the paper's.
+    Report(run::Report),
+    /// A run's progress per task, failures by cause, throughput and ETA.
+    Status(status::Status),
+    /// Stop a run: workers drop its remaining shards.
+    Cancel(status::Cancel),
+    /// Consume and run shards from a broker.
+    Worker(status::WorkerCmd),
+    /// Per-task deltas against a baseline run; fails on a regression.
+    Compare(compare::Compare),
+    /// Merge a run's small result files.
+    Compact(compare::Compact),
+    /// Serve a built-in model over an OpenAI-compatible HTTP API.
+    #[command(subcommand)]
+    Llm(llm::Llm),
     /// Read queries or a SoMe release into the lake.
     #[command(subcommand)]
     Ingest(ingest::Ingest),
@@ -56,6 +83,16 @@ impl Cli {
         let lake = &self.lake;
         match self.command {
             Command::Models(cmd) => cmd.run().await,
+            Command::Llm(cmd) => cmd.run().await,
+            Command::Demo(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Run(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Rerun(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Report(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Status(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Cancel(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Worker(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Compare(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Compact(cmd) => cmd.run(&open(lake).await?).await,
             Command::Ingest(cmd) => cmd.run(&open(lake).await?).await,
             Command::Synth(cmd) => cmd.run(&open(lake).await?).await,
             Command::Sql(cmd) => cmd.run(&open(lake).await?).await,

@@ -1,0 +1,78 @@
+//! `some compare RUN BASELINE` and `some compact RUN`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use some_workers::Lake;
+use some_workers::compare::{compare, regressions};
+use some_workers::runs::{compact, read_run};
+
+#[derive(Debug, Args)]
+pub struct Compare {
+    pub run_id: String,
+    pub baseline: String,
+    /// Fail when a task's score or TCR drops by more than this many points.
+    #[arg(long, default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Bootstrap resamples for the 95% intervals.
+    #[arg(long, default_value_t = 2000)]
+    pub resamples: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl Compare {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        // Both must be known runs; an unknown id is an error, not an empty diff.
+        some_workers::runs::load_run(lake, &self.run_id).await?;
+        some_workers::runs::load_run(lake, &self.baseline).await?;
+        let run = read_run(lake, &self.run_id).await?.finals();
+        let baseline = read_run(lake, &self.baseline).await?.finals();
+        let deltas = compare(&run, &baseline, self.resamples, self.seed);
+        if deltas.is_empty() {
+            anyhow::bail!("runs {} and {} have no finished query in common", self.run_id, self.baseline);
+        }
+        println!("{} vs baseline {} (paired over common queries; 95% bootstrap intervals)", self.run_id, self.baseline);
+        println!(
+            "{:<5} {:>6} {:>8} {:>8} {:>8} {:>18} {:>8} {:>8} {:>8} {:>18}",
+            "task", "paired", "score_b", "score", "delta", "interval", "tcr_b", "tcr", "delta", "interval"
+        );
+        for d in &deltas {
+            println!(
+                "{:<5} {:>6} {:>8.2} {:>8.2} {:>+8.2} {:>18} {:>8.2} {:>8.2} {:>+8.2} {:>18}",
+                d.task.code(),
+                d.paired,
+                d.score.baseline,
+                d.score.run,
+                d.score.delta,
+                format!("[{:+.2}, {:+.2}]", d.score.low, d.score.high),
+                d.tcr.baseline,
+                d.tcr.run,
+                d.tcr.delta,
+                format!("[{:+.2}, {:+.2}]", d.tcr.low, d.tcr.high)
+            );
+        }
+        let dropped = regressions(&deltas, self.threshold);
+        if dropped.is_empty() {
+            println!("no task dropped by more than {} points", self.threshold);
+            return Ok(ExitCode::SUCCESS);
+        }
+        let codes: Vec<&str> = dropped.iter().map(|t| t.code()).collect();
+        eprintln!("regression: {} dropped by more than {} points", codes.join(", "), self.threshold);
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct Compact {
+    pub run_id: String,
+}
+
+impl Compact {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        some_workers::runs::load_run(lake, &self.run_id).await?;
+        let done = compact(lake, &self.run_id).await?;
+        println!("run {}: {} part files merged into {} ({} rows)", self.run_id, done.files_before, done.files_after, done.rows);
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,176 @@
+//! Runs through the real RabbitMQ with worker processes, under faults: a
+//! worker killed mid-run, the broker restarted, a failing endpoint, a
+//! poison message. Every query ends with exactly one final result.
+
+use std::time::Duration;
+
+use some_tests::scripted::{Reply, ScriptedEndpoint};
+use some_tests::{BROKER, Background, Vhost, some, wait_until};
+
+/// Answers every call at once with a label (agent and judge alike).
+fn instant() -> ScriptedEndpoint {
+    ScriptedEndpoint::start(|_, _| Reply::Text("是".into()))
+}
+
+struct Run {
+    id: String,
+    planned: usize,
+}
+
+fn submit(lake: &str, queue: &str, endpoint: &str, sample: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["run", "--queue", queue, "--sample", sample, "--model", "scripted", "--endpoint", endpoint, "--shard-size", "20"];
+    args.extend_from_slice(extra);
+    let out = some(lake, &[], &args).ok();
+    let line = out.stderr.lines().find(|l| l.starts_with("run ")).unwrap_or_else(|| panic!("{}", out.stderr)).to_string();
+    let id = line["run ".len()..].split(':').next().unwrap().to_string();
+    let planned = line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    Run { id, planned }
+}
+
+fn scalar(lake: &str, query: &str) -> usize {
+    let out = some(lake, &[], &["sql", "--format", "csv", query]).ok().stdout;
+    out.lines().nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{query}: {out}"))
+}
+
+fn finals(lake: &str, run: &str) -> usize {
+    scalar(lake, &format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{run}' AND is_final"))
+}
+
+/// No query has two final rows, as the raw table stands.
+fn assert_one_final_each(lake: &str, run: &str) {
+    let dupes = scalar(
+        lake,
+        &format!(
+            "SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{run}' AND is_final GROUP BY query_id HAVING count(*) > 1)"
+        ),
+    );
+    assert_eq!(dupes, 0, "queries with more than one final row");
+}
+
+fn worker(lake: &str, queue: &str) -> Background {
+    Background::start(lake, &[], &["worker", "--queue", queue, "--concurrency", "2", "--calls", "16", "--retries", "2", "--timeout", "2"])
+}
+
+fn lake_with_world() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").to_str().unwrap().to_string();
+    some(&lake, &[], &["ingest", "queries"]).ok();
+    some(&lake, &[], &["synth", "--scale", "small"]).ok();
+    (dir, lake)
+}
+
+#[test]
+fn a_worker_killed_mid_run_loses_nothing() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let (_dir, lake) = lake_with_world();
+    let endpoint = instant();
+    // 300 per task (SES has 154): 2,254 queries.
+    let run = submit(&lake, &vhost.url(), &endpoint.url, "300", &[]);
+    assert!(run.planned >= 2000, "{}", run.planned);
+    let mut workers: Vec<Background> = (0..3).map(|_| worker(&lake, &vhost.url())).collect();
+    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 200), "no progress");
+    workers[0].kill();
+    workers.push(worker(&lake, &vhost.url()));
+    assert!(
+        wait_until(Duration::from_secs(300), || finals(&lake, &run.id) == run.planned),
+        "the run did not finish: {} of {}",
+        finals(&lake, &run.id),
+        run.planned
+    );
+    assert_one_final_each(&lake, &run.id);
+    let status = some(&lake, &[], &["status", &run.id]).ok().stdout;
+    assert!(status.contains("throughput"), "{status}");
+}
+
+#[test]
+fn the_broker_restarting_mid_run_loses_nothing() {
+    let _exclusive = BROKER.write().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let (_dir, lake) = lake_with_world();
+    let endpoint = instant();
+    let run = submit(&lake, &vhost.url(), &endpoint.url, "100", &[]);
+    let _workers: Vec<Background> = (0..2).map(|_| worker(&lake, &vhost.url())).collect();
+    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 50), "no progress");
+    Vhost::restart_broker(Duration::from_secs(3));
+    assert!(
+        wait_until(Duration::from_secs(300), || finals(&lake, &run.id) == run.planned),
+        "the run did not finish: {} of {}",
+        finals(&lake, &run.id),
+        run.planned
+    );
+    assert_one_final_each(&lake, &run.id);
+}
+
+#[test]
+fn a_failing_endpoint_marks_failures_and_rerun_completes_them() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let (_dir, lake) = lake_with_world();
+    // One call in five fails (500 or 429), one in fifty hangs past the time-out.
+    let flaky = ScriptedEndpoint::start(|n, _| match n % 50 {
+        0 => Reply::Hang(Duration::from_secs(5)),
+        k if k % 5 == 1 => Reply::Status(500, None),
+        k if k % 5 == 2 => Reply::Status(429, Some(0)),
+        _ => Reply::Text("是".into()),
+    });
+    let run = submit(&lake, &vhost.url(), &flaky.url, "40", &[]);
+    let _workers: Vec<Background> = (0..2).map(|_| worker(&lake, &vhost.url())).collect();
+    let settled = || {
+        let failed =
+            scalar(&lake, &format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
+        finals(&lake, &run.id) + failed >= run.planned
+    };
+    assert!(wait_until(Duration::from_secs(300), settled), "the run did not settle");
+    // With two in five calls failing and two retries, some episodes exhaust
+    // their retries: they are recorded as failed, with the cause.
+    let failed = scalar(&lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
+    assert!(failed > 0, "no episode exhausted its retries");
+    let status = some(&lake, &[], &["status", &run.id]).ok().stdout;
+    assert!(["HTTP 500", "HTTP 429", "no answer within"].iter().any(|c| status.contains(&format!("model_error: {c}"))), "{status}");
+    // The endpoint is healthy again at another address: rerun finishes the rest.
+    let healthy = instant();
+    some(&lake, &[], &["rerun", &run.id, "--queue", &vhost.url(), "--endpoint", &healthy.url, "--wait"]).ok();
+    assert_eq!(finals(&lake, &run.id), run.planned);
+    assert_one_final_each(&lake, &run.id);
+    let again = some(&lake, &[], &["rerun", &run.id, "--queue", &vhost.url()]).ok();
+    assert!(again.stdout.contains("every query has a final result"), "{}", again.stdout);
+}
+
+#[test]
+fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let (_dir, lake) = lake_with_world();
+    let endpoint = instant();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let queue = rt.block_on(some_workers::queue::open(&vhost.url())).unwrap();
+    rt.block_on(queue.publish(some_schemas::JobKind::Episode, b"{\"job\": \"episodes\", \"garbage\": true}".to_vec())).unwrap();
+    let run = submit(&lake, &vhost.url(), &endpoint.url, "5", &[]);
+    let _worker = worker(&lake, &vhost.url());
+    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) == run.planned), "the run did not finish");
+    let dead = rt.block_on(queue.dead_letters(some_schemas::JobKind::Episode)).unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(dead[0].reason.starts_with("undecodable job message"), "{}", dead[0].reason);
+    assert!(String::from_utf8_lossy(&dead[0].body).contains("garbage"));
+}
+
+#[test]
+fn cancelling_a_run_stops_its_shards() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let (_dir, lake) = lake_with_world();
+    let endpoint = instant();
+    let run = submit(&lake, &vhost.url(), &endpoint.url, "50", &[]);
+    some(&lake, &[], &["cancel", &run.id]).ok();
+    let _worker = worker(&lake, &vhost.url());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let queue = rt.block_on(some_workers::queue::open(&vhost.url())).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || rt.block_on(queue.depth(some_schemas::JobKind::Episode)).unwrap() == 0),
+        "shards were not drained"
+    );
+    assert_eq!(finals(&lake, &run.id), 0, "a cancelled run's shards ran");
+    let rerun = some(&lake, &[], &["rerun", &run.id]);
+    assert!(rerun.stderr.contains("was cancelled"), "{}", rerun.stderr);
+}

@@ -1,0 +1,187 @@
+//! The coordinator: turns a run into shard messages on the queue, and reads
+//! a run's progress back from the lake (never from memory, so any machine
+//! can ask, and a restarted coordinator loses nothing).
+
+use std::collections::BTreeMap;
+
+use datafusion::prelude::{col, lit};
+use some_schemas::{Job, JobKind, JobMessage, QueryAttempt};
+
+use std::sync::Arc;
+
+use some_jobs::progress::Progress;
+
+use crate::error::Result;
+use crate::lake::Lake;
+use crate::queue::{DeadLetter, MemoryQueue, Queue};
+use crate::runner::RunSpec;
+use crate::worker::{Worker, WorkerConfig};
+
+/// Publishes `todo` (query, attempt) in shards of the spec's size; returns
+/// how many shards. `wave` keeps shard ids of a rerun apart from the first.
+pub async fn publish_shards(queue: &dyn Queue, spec: &RunSpec, todo: &[(String, i32)], wave: u32) -> Result<usize> {
+    let shards: Vec<&[(String, i32)]> = todo.chunks(spec.shard_size.max(1)).collect();
+    for (i, shard) in shards.iter().enumerate() {
+        let job = Job::Episodes {
+            run_id: spec.run_id.as_str().into(),
+            shard_id: format!("{}-w{wave}-{i:05}", spec.run_id).as_str().into(),
+            queries: shard.iter().map(|(q, a)| QueryAttempt { query_id: q.as_str().into(), attempt: *a }).collect(),
+        };
+        queue.publish(JobKind::Episode, JobMessage::new(job).to_bytes()).await?;
+    }
+    Ok(shards.len())
+}
+
+/// Runs `todo` on this process, through the in-process queue and the same
+/// worker loop that serves RabbitMQ; returns once every shard is committed
+/// or dead-lettered, with the dead letters.
+pub async fn run_in_process(
+    lake: &Lake,
+    spec: &RunSpec,
+    todo: &[(String, i32)],
+    config: WorkerConfig,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<DeadLetter>> {
+    let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
+    publish_shards(&queue, spec, todo, 0).await?;
+    progress.phase("episodes", Some(todo.len() as u64));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
+    let running = tokio::spawn(worker.run(stopped));
+    queue.drained(JobKind::Episode).await;
+    let _ = stop.send(true);
+    let _ = running.await;
+    progress.finish();
+    queue.dead_letters(JobKind::Episode).await
+}
+
+/// One task's progress.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskProgress {
+    pub planned: usize,
+    pub finished: usize,
+    /// Queries whose latest attempt failed (model errors awaiting a rerun).
+    pub failed: usize,
+}
+
+/// A run's progress as the lake has it.
+#[derive(Debug, Clone, Default)]
+pub struct RunProgress {
+    pub tasks: BTreeMap<String, TaskProgress>,
+    /// Failed attempts by cause (the episode status and the error's start).
+    pub failures: BTreeMap<String, usize>,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    /// Seconds from the first episode's start to the last one's finish.
+    pub elapsed: i64,
+    pub cancelled: bool,
+}
+
+impl RunProgress {
+    pub fn planned(&self) -> usize {
+        self.tasks.values().map(|t| t.planned).sum()
+    }
+    pub fn finished(&self) -> usize {
+        self.tasks.values().map(|t| t.finished).sum()
+    }
+    /// Final results per second so far.
+    pub fn throughput(&self) -> f64 {
+        self.finished() as f64 / (self.elapsed.max(1) as f64)
+    }
+    /// Seconds to go at the current throughput.
+    pub fn eta(&self) -> Option<f64> {
+        let rate = self.throughput();
+        (self.finished() > 0 && rate > 0.0).then(|| (self.planned() - self.finished()) as f64 / rate)
+    }
+}
+
+fn task_of(query_id: &str) -> String {
+    query_id.split('-').next().unwrap_or_default().to_uppercase()
+}
+
+/// Reads a run's progress: only the few columns it needs, never the
+/// transcripts.
+pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<RunProgress> {
+    let ctx = lake.session()?;
+    let df = ctx.table("episodes").await?.filter(col("run_id").eq(lit(spec.run_id.as_str())))?.select_columns(&[
+        "query_id",
+        "attempt",
+        "is_final",
+        "status",
+        "error",
+        "prompt_tokens",
+        "completion_tokens",
+        "started_at",
+        "finished_at",
+    ])?;
+    let batches = df.collect().await?;
+    let mut p = RunProgress { cancelled, ..Default::default() };
+    for q in &spec.queries {
+        p.tasks.entry(task_of(q)).or_default().planned += 1;
+    }
+    // Per query: whether any attempt is final, and its latest attempt's state.
+    let mut latest: BTreeMap<String, (i32, bool)> = BTreeMap::new();
+    let mut finals: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int32Type, Int64Type, TimestampSecondType};
+    for b in &batches {
+        let text = |i: usize| b.column(i).as_string_opt::<i32>().cloned();
+        let (Some(query), Some(status), Some(error)) = (text(0), text(3), text(4)) else { continue };
+        let attempt = b.column(1).as_primitive::<Int32Type>();
+        let is_final = b.column(2).as_boolean();
+        let prompt = b.column(5).as_primitive::<Int64Type>();
+        let completion = b.column(6).as_primitive::<Int64Type>();
+        let started = b.column(7).as_primitive::<TimestampSecondType>();
+        let finished = b.column(8).as_primitive::<TimestampSecondType>();
+        for r in 0..b.num_rows() {
+            let q = query.value(r).to_string();
+            p.prompt_tokens += prompt.value(r);
+            p.completion_tokens += completion.value(r);
+            first = first.min(started.value(r));
+            last = last.max(finished.value(r));
+            if is_final.value(r) {
+                finals.insert(q.clone());
+            } else {
+                let cause =
+                    if error.is_null(r) { status.value(r).to_string() } else { format!("{}: {}", status.value(r), short(error.value(r))) };
+                *p.failures.entry(cause).or_default() += 1;
+            }
+            let entry = latest.entry(q).or_insert((0, true));
+            if attempt.value(r) >= entry.0 {
+                *entry = (attempt.value(r), is_final.value(r));
+            }
+        }
+    }
+    for (q, (_, ok)) in &latest {
+        let t = p.tasks.entry(task_of(q)).or_default();
+        if finals.contains(q) {
+            t.finished += 1;
+        } else if !ok {
+            t.failed += 1;
+        }
+    }
+    p.elapsed = if last >= first { last - first } else { 0 };
+    Ok(p)
+}
+
+/// The first clause of an error, without the endpoint, so causes group
+/// ("HTTP 500 Internal Server Error", "no answer within 1s").
+fn short(error: &str) -> String {
+    let error = match error.strip_prefix("model endpoint ") {
+        Some(rest) => rest.split_once(": ").map_or(rest, |(_, m)| m),
+        None => error,
+    };
+    let cut = error.find([':', '(']).unwrap_or(error.len());
+    error[..cut].chars().take(60).collect::<String>().trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn causes_group_without_their_endpoint() {
+        let e = "model endpoint http://127.0.0.1:9/v1: HTTP 500 Internal Server Error: {\"error\"} (transient)";
+        assert_eq!(super::short(e), "HTTP 500 Internal Server Error");
+        assert_eq!(super::short("query red-1 is not in the lake"), "query red-1 is not in the lake");
+    }
+}

@@ -1,0 +1,94 @@
+//! Job queues: RabbitMQ for many machines, an in-process queue for the
+//! embedded default, with the same semantics so one worker loop serves both.
+//!
+//! - Publishing returns once the broker has the message durably (publisher
+//!   confirms; the in-process queue has it when the call returns).
+//! - A delivery is acknowledged only after its results are committed to the
+//!   lake. A delivery that is neither acknowledged nor settled (its worker
+//!   died, hung past the heartbeat, or dropped it) is delivered again.
+//! - [`Delivery::retry`] gives it back for another try; once a message has
+//!   been delivered more than the delivery limit, or is
+//!   [`Delivery::dead_letter`]ed, it goes to the kind's dead-letter queue.
+
+mod memory;
+mod rabbit;
+
+use std::sync::Arc;
+
+use some_schemas::JobKind;
+
+pub use memory::MemoryQueue;
+pub use rabbit::RabbitQueue;
+
+use crate::error::{Error, Result};
+
+/// How often a message may be delivered before it is dead-lettered.
+pub const DELIVERY_LIMIT: u32 = 5;
+
+/// A queue of jobs, by kind.
+#[async_trait::async_trait]
+pub trait Queue: Send + Sync {
+    /// Publishes durably (returns once confirmed).
+    async fn publish(&self, kind: JobKind, body: Vec<u8>) -> Result<()>;
+    /// Starts consuming `kind`, with at most `prefetch` deliveries
+    /// unsettled at once.
+    async fn consume(&self, kind: JobKind, prefetch: u16) -> Result<Box<dyn Deliveries>>;
+    /// Messages waiting (not delivered) per queue, for status and scaling.
+    async fn depth(&self, kind: JobKind) -> Result<u64>;
+    /// Dead-lettered messages of a kind, with the reason when known.
+    async fn dead_letters(&self, kind: JobKind) -> Result<Vec<DeadLetter>>;
+}
+
+/// A consumer's stream of deliveries.
+#[async_trait::async_trait]
+pub trait Deliveries: Send {
+    /// The next delivery; `None` when the connection is gone (reconnect to
+    /// go on: unsettled deliveries come back).
+    async fn next(&mut self) -> Option<Result<Delivery>>;
+}
+
+/// How a delivery is settled.
+#[async_trait::async_trait]
+pub trait Settle: Send + Sync {
+    async fn ack(&self) -> Result<()>;
+    async fn retry(&self) -> Result<()>;
+    async fn dead_letter(&self, reason: &str) -> Result<()>;
+}
+
+/// One delivered message.
+pub struct Delivery {
+    pub body: Vec<u8>,
+    /// Earlier deliveries of this message (0 the first time).
+    pub delivery_count: u32,
+    pub settle: Box<dyn Settle>,
+}
+
+impl Delivery {
+    pub async fn ack(&self) -> Result<()> {
+        self.settle.ack().await
+    }
+    pub async fn retry(&self) -> Result<()> {
+        self.settle.retry().await
+    }
+    pub async fn dead_letter(&self, reason: &str) -> Result<()> {
+        self.settle.dead_letter(reason).await
+    }
+}
+
+/// A message that will not be delivered again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    pub body: Vec<u8>,
+    pub reason: String,
+}
+
+/// Where the queue lives: `memory` (this process only) or an AMQP URL.
+pub async fn open(location: &str) -> Result<Arc<dyn Queue>> {
+    if location == "memory" {
+        return Ok(Arc::new(MemoryQueue::new(DELIVERY_LIMIT)));
+    }
+    if location.starts_with("amqp://") || location.starts_with("amqps://") {
+        return Ok(Arc::new(RabbitQueue::connect(location, DELIVERY_LIMIT).await?));
+    }
+    Err(Error::Other(format!("unknown queue {location:?}: expected memory or amqp://user:pass@host:port/vhost")))
+}
