@@ -4,9 +4,10 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-# The main job on the embedded default: queries, a world, its coverage check.
-demo:
-    infra/demo.sh
+# The main job on the embedded default: models, queries, a small world, one
+# query of every task with the built-in model over HTTP, judged, reported.
+demo *ARGS:
+    infra/demo.sh {{ARGS}}
 
 # Every test (installs and starts what the tests need first).
 test *ARGS:
@@ -15,6 +16,25 @@ test *ARGS:
 # Paper-scale lake benchmarks: synth posts/s, SearchPost latency.
 bench-lake:
     source infra/env.sh && cargo bench -p some-workers --bench lake
+
+# Harness throughput: episodes/s with an instant scripted endpoint.
+bench-episodes:
+    source infra/env.sh && cargo bench -p some-workers --bench episodes
+
+# CPU kernels: top-k bandwidth, batch top-k and clustering against numpy.
+bench-kernels:
+    source infra/env.sh && cargo bench -p some-jobs --bench kernels
+
+# The nightly regression evaluation (sampled run vs the stored baseline).
+nightly:
+    infra/nightly.sh
+
+# RabbitMQ, an S3 server and N workers on this machine (`local-down` stops them).
+local-up WORKERS="2":
+    infra/local.sh up {{WORKERS}}
+
+local-down:
+    infra/local.sh down
 
 # Run `some` from the release build against $SOME_LAKE (default ./some-lake).
 some *ARGS:

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One machine, the distributed shape: RabbitMQ, an S3 server (s3s-fs) and N
+# workers, all on 127.0.0.1. Submit runs with `some run --queue "$SOME_QUEUE"`.
+#   infra/local.sh up [WORKERS]   start everything (default 2 workers)
+#   infra/local.sh down           stop the workers and the S3 server
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$SOME_ROOT"
+STATE="$SOME_CACHE/local"
+mkdir -p "$STATE"
+export SOME_QUEUE="${SOME_QUEUE:-amqp://guest:guest@127.0.0.1:5672/%2f}"
+export AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-http://127.0.0.1:9000}"
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-some}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-some-secret}" AWS_REGION="${AWS_REGION:-us-east-1}"
+export SOME_LAKE="${SOME_LAKE:-s3://some/lake}"
+
+case "${1:-up}" in
+  up)
+    ensure_build_tools
+    ensure_rabbitmq
+    ensure_s3s_fs
+    cargo build --release --locked -p some
+    mkdir -p "$STATE/s3/some"
+    s3s-fs --host 127.0.0.1 --port 9000 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$STATE/s3" >"$STATE/s3s.log" 2>&1 &
+    echo $! >"$STATE/s3s.pid"
+    for i in $(seq 1 "${2:-2}"); do
+      "$CARGO_TARGET_DIR/release/some" worker --kind llm >"$STATE/worker-$i.log" 2>&1 &
+      echo $! >"$STATE/worker-$i.pid"
+    done
+    say "RabbitMQ, s3s-fs (:9000) and ${2:-2} workers are up; logs in $STATE"
+    say "export SOME_QUEUE=$SOME_QUEUE SOME_LAKE=$SOME_LAKE AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY AWS_REGION=$AWS_REGION"
+    ;;
+  down)
+    for pid in "$STATE"/*.pid; do
+      [ -e "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+      rm -f "$pid"
+    done
+    say "stopped"
+    ;;
+  *) echo "usage: infra/local.sh up [WORKERS] | down" >&2; exit 2 ;;
+esac
