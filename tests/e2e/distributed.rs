@@ -174,3 +174,36 @@ fn cancelling_a_run_stops_its_shards() {
     let rerun = some(&lake, &[], &["rerun", &run.id]);
     assert!(rerun.stderr.contains("was cancelled"), "{}", rerun.stderr);
 }
+
+#[test]
+fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    let mut s3 = some_tests::S3Server::start("lake");
+    let env = s3.env();
+    let lake = "s3://lake/runs";
+    some(lake, &env, &["ingest", "queries"]).ok();
+    some(lake, &env, &["synth", "--scale", "small"]).ok();
+    let endpoint = instant();
+    let out = some(lake, &env, &["run", "--queue", &vhost.url(), "--sample", "60", "--model", "scripted", "--endpoint", &endpoint.url, "--shard-size", "10"]).ok();
+    let id = out.stderr.lines().find_map(|l| l.strip_prefix("run ")).and_then(|l| l.split(':').next()).unwrap().to_string();
+    let planned: usize = 8 * 60;
+    let _workers: Vec<Background> = (0..2).map(|_| Background::start(lake, &env, &["worker", "--queue", &vhost.url(), "--concurrency", "2"])).collect();
+    let count = |sql: &str| -> Option<usize> {
+        let out = some(lake, &env, &["sql", "--format", "csv", sql]);
+        (out.status == 0).then(|| out.stdout.lines().nth(1).and_then(|v| v.parse().ok())).flatten()
+    };
+    let finals = format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{id}' AND is_final");
+    assert!(wait_until(Duration::from_secs(120), || count(&finals).unwrap_or(0) >= 60), "no progress");
+    s3.stop();
+    // While the store is gone, reads fail whole; they never see part of a file.
+    let during = some(lake, &env, &["sql", "SELECT count(*) FROM episodes"]);
+    assert_eq!(during.status, 1, "{}", during.stdout);
+    std::thread::sleep(Duration::from_secs(10));
+    s3.restart();
+    assert!(wait_until(Duration::from_secs(300), || count(&finals) == Some(planned)), "the run did not finish: {:?} of {planned}", count(&finals));
+    let dupes = format!("SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{id}' AND is_final GROUP BY query_id HAVING count(*) > 1)");
+    assert_eq!(count(&dupes), Some(0));
+    // Every committed file reads whole (a partial Parquet file would fail here).
+    assert!(count("SELECT count(*) AS n FROM scores").is_some());
+}
