@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_tests::{BROKER, Background, Vhost, some, wait_until};
+use some_tests::{BROKER, Background, Vhost, lake_with_world, some, wait_until};
 
 /// Answers every call at once with a label (agent and judge alike).
 fn instant() -> ScriptedEndpoint {
@@ -51,13 +51,6 @@ fn worker(lake: &str, queue: &str) -> Background {
     Background::start(lake, &[], &["worker", "--queue", queue, "--concurrency", "2", "--calls", "16", "--retries", "2", "--timeout", "2"])
 }
 
-fn lake_with_world() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").to_str().unwrap().to_string();
-    some(&lake, &[], &["ingest", "queries"]).ok();
-    some(&lake, &[], &["synth", "--scale", "small"]).ok();
-    (dir, lake)
-}
 
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {

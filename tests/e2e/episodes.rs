@@ -7,17 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
-use some_tests::some;
+use some_tests::{lake_with_world, some};
 
-/// A lake with the real queries and the small world (UEA prompts quote the
-/// user's post, which the world holds).
-fn lake_with_world() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").to_str().unwrap().to_string();
-    some(&lake, &[], &["ingest", "queries"]).ok();
-    some(&lake, &[], &["synth", "--scale", "small"]).ok();
-    (dir, lake)
-}
 
 fn is_agent(body: &Value) -> bool {
     messages(body).first().is_some_and(|m| m["role"] == "system")

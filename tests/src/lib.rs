@@ -54,6 +54,16 @@ pub fn some(lake: &str, env: &[(String, String)], args: &[&str]) -> SomeRun {
     SomeRun::from(out)
 }
 
+/// A lake in a temporary folder with the real queries and the small world
+/// (seed 0).
+pub fn lake_with_world() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lake = dir.path().join("lake").to_str().expect("utf-8 path").to_string();
+    some(&lake, &[], &["ingest", "queries"]).ok();
+    some(&lake, &[], &["synth", "--scale", "small"]).ok();
+    (dir, lake)
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()

@@ -17,6 +17,7 @@ use some_workers::embedding::{EmbedTarget, embed};
 use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
 use some_workers::models::{MINILM, fetch, model};
+use some_workers::runs::plan_queries;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::progress::Bars;
@@ -56,9 +57,15 @@ impl Demo {
         let report = ingest_queries(lake, queries::read_bundled()?).await?;
         eprintln!("      added {}, already present {}", report.added, report.skipped);
 
-        step(3, "generating a small world in which they are answerable");
+        step(3, "generating a world in which the sampled queries are answerable");
+        let queries = read_queries(lake).await?;
+        let sampled = plan_queries(&queries, &[], Some(self.per_task), 0);
         if world_posts(lake).await? == 0 {
-            let world = Arc::new(World::plan(&read_queries(lake).await?, SynthConfig { scale: Scale::Small, seed: 0 })?);
+            // Grounded in the sampled queries only: everything they need,
+            // amid noise, small enough to embed in seconds on a CPU.
+            let chosen: Vec<_> = queries.into_iter().filter(|q| sampled.contains(&q.query_id)).collect();
+            let world = Arc::new(World::plan(&chosen, SynthConfig { scale: Scale::Small, seed: 0 })?);
+            eprintln!("      {} posts, {} users, {} reports", world.post_count(), world.user_count(), world.knowledge_count());
             write_world(lake, world, None, false, &Bars::new()).await?;
         } else {
             eprintln!("      the lake already has a world; keeping it");
@@ -85,6 +92,7 @@ impl Demo {
         step(6, &format!("running {} query per task through that endpoint, judged by the same model", self.per_task));
         let run = Run {
             tasks: Vec::new(),
+            // The same sample as the world was planned for.
             sample: Some(self.per_task),
             sample_seed: 0,
             model: self.model.clone(),
