@@ -51,7 +51,6 @@ fn worker(lake: &str, queue: &str) -> Background {
     Background::start(lake, &[], &["worker", "--queue", queue, "--concurrency", "2", "--calls", "16", "--retries", "2", "--timeout", "2"])
 }
 
-
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
@@ -178,10 +177,16 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     some(lake, &env, &["ingest", "queries"]).ok();
     some(lake, &env, &["synth", "--scale", "small"]).ok();
     let endpoint = instant();
-    let out = some(lake, &env, &["run", "--queue", &vhost.url(), "--sample", "60", "--model", "scripted", "--endpoint", &endpoint.url, "--shard-size", "10"]).ok();
+    let out = some(
+        lake,
+        &env,
+        &["run", "--queue", &vhost.url(), "--sample", "60", "--model", "scripted", "--endpoint", &endpoint.url, "--shard-size", "10"],
+    )
+    .ok();
     let id = out.stderr.lines().find_map(|l| l.strip_prefix("run ")).and_then(|l| l.split(':').next()).unwrap().to_string();
     let planned: usize = 8 * 60;
-    let _workers: Vec<Background> = (0..2).map(|_| Background::start(lake, &env, &["worker", "--queue", &vhost.url(), "--concurrency", "2"])).collect();
+    let _workers: Vec<Background> =
+        (0..2).map(|_| Background::start(lake, &env, &["worker", "--queue", &vhost.url(), "--concurrency", "2"])).collect();
     let count = |sql: &str| -> Option<usize> {
         let out = some(lake, &env, &["sql", "--format", "csv", sql]);
         (out.status == 0).then(|| out.stdout.lines().nth(1).and_then(|v| v.parse().ok())).flatten()
@@ -194,8 +199,14 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     assert_eq!(during.status, 1, "{}", during.stdout);
     std::thread::sleep(Duration::from_secs(10));
     s3.restart();
-    assert!(wait_until(Duration::from_secs(300), || count(&finals) == Some(planned)), "the run did not finish: {:?} of {planned}", count(&finals));
-    let dupes = format!("SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{id}' AND is_final GROUP BY query_id HAVING count(*) > 1)");
+    assert!(
+        wait_until(Duration::from_secs(300), || count(&finals) == Some(planned)),
+        "the run did not finish: {:?} of {planned}",
+        count(&finals)
+    );
+    let dupes = format!(
+        "SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{id}' AND is_final GROUP BY query_id HAVING count(*) > 1)"
+    );
     assert_eq!(count(&dupes), Some(0));
     // Every committed file reads whole (a partial Parquet file would fail here).
     assert!(count("SELECT count(*) AS n FROM scores").is_some());

@@ -9,7 +9,6 @@ use serde_json::Value;
 use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
 use some_tests::{lake_with_world, some};
 
-
 fn is_agent(body: &Value) -> bool {
     messages(body).first().is_some_and(|m| m["role"] == "system")
 }

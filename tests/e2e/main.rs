@@ -6,5 +6,6 @@ mod episodes;
 mod lake;
 mod mcp;
 mod queries;
+mod served;
 mod tools;
 mod world;

