@@ -21,6 +21,10 @@ bench-lake:
 bench-episodes:
     source infra/env.sh && cargo bench -p some-workers --bench episodes
 
+# All real queries on the paper-scale world through RabbitMQ with 2 workers.
+bench-distributed:
+    source infra/env.sh && ensure_rabbitmq && cargo build --release --locked -p some && cargo bench -p some-workers --bench distributed
+
 # CPU kernels: top-k bandwidth, batch top-k and clustering against numpy.
 bench-kernels:
     source infra/env.sh && cargo bench -p some-jobs --bench kernels

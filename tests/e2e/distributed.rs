@@ -211,3 +211,32 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     // Every committed file reads whole (a partial Parquet file would fail here).
     assert!(count("SELECT count(*) AS n FROM scores").is_some());
 }
+
+#[test]
+fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::new();
+    // A few MID claims make a world small enough to embed quickly.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("datasets/misinformation_detection");
+    std::fs::create_dir_all(&data).unwrap();
+    let claims = r#"{"1.json": {"claim": "The city banned all cars in 2020.", "label": "false"},
+                     "2.json": {"claim": "The river flooded twice last spring.", "label": "true"},
+                     "3.json": {"claim": "The mayor opened three new schools.", "label": "half"}}"#;
+    std::fs::write(data.join("ground_truth.json"), claims).unwrap();
+    let lake = dir.path().join("lake").to_str().unwrap().to_string();
+    some(&lake, &[], &["ingest", "queries", dir.path().join("datasets").to_str().unwrap()]).ok();
+    some(&lake, &[], &["synth", "--scale", "small"]).ok();
+    some(&lake, &[], &["models", "fetch", "all-minilm-l6-v2"]).ok();
+    let knowledge = some(&lake, &[], &["embed", "knowledge", "--queue", &vhost.url()]).ok();
+    assert!(knowledge.stdout.contains("published 1 embedding jobs"), "{}", knowledge.stdout);
+    let posts = some(&lake, &[], &["embed", "posts", "--queue", &vhost.url()]).ok();
+    assert!(posts.stdout.contains("embedding jobs"), "{}", posts.stdout);
+
+    let _worker = Background::start(&lake, &[], &["worker", "--kind", "compute", "--queue", &vhost.url()]);
+    let expected = scalar(&lake, "SELECT (SELECT count(*) FROM knowledge) + (SELECT count(*) FROM posts) AS n");
+    let embedded = || scalar(&lake, "SELECT count(DISTINCT collection || '/' || id) AS n FROM embeddings WHERE model = 'all-minilm-l6-v2'");
+    assert!(wait_until(Duration::from_secs(240), || embedded() == expected), "embedded {} of {expected}", embedded());
+    let dims = some(&lake, &[], &["sql", "--format", "csv", "SELECT DISTINCT dim FROM embeddings"]).ok().stdout;
+    assert_eq!(dims, "dim\n384\n");
+}

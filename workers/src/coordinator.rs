@@ -2,15 +2,16 @@
 //! a run's progress back from the lake (never from memory, so any machine
 //! can ask, and a restarted coordinator loses nothing).
 
-use std::collections::BTreeMap;
-
-use datafusion::prelude::{col, lit};
-use some_schemas::{Job, JobKind, JobMessage, QueryAttempt};
-
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{Int32Type, Int64Type, TimestampSecondType};
+use datafusion::prelude::{col, lit};
 use some_jobs::progress::Progress;
+use some_schemas::{Job, JobKind, JobMessage, QueryAttempt};
 
+use crate::embedding::{EmbedPartition, EmbedTarget, partitions};
 use crate::error::Result;
 use crate::lake::Lake;
 use crate::queue::{DeadLetter, MemoryQueue, Queue};
@@ -47,12 +48,23 @@ pub async fn run_in_process(
     progress.phase("episodes", Some(todo.len() as u64));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
-    let running = tokio::spawn(worker.run(stopped));
+    let running = tokio::spawn(worker.run(JobKind::Episode, stopped));
     queue.drained(JobKind::Episode).await;
     let _ = stop.send(true);
     let _ = running.await;
     progress.finish();
     queue.dead_letters(JobKind::Episode).await
+}
+
+/// Publishes one embedding job per partition of `target`; returns how many.
+pub async fn publish_embedding(queue: &dyn Queue, lake: &Lake, target: &EmbedTarget, model: &str) -> Result<usize> {
+    let parts = partitions(lake, target).await?;
+    for (part, _) in &parts {
+        let collection = if *part == EmbedPartition::Knowledge { "knowledge" } else { "posts" };
+        let job = Job::Embed { collection: collection.into(), model: model.into(), partition: part.name() };
+        queue.publish(JobKind::Embed, JobMessage::new(job).to_bytes()).await?;
+    }
+    Ok(parts.len())
 }
 
 /// One task's progress.
@@ -121,10 +133,8 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
     }
     // Per query: whether any attempt is final, and its latest attempt's state.
     let mut latest: BTreeMap<String, (i32, bool)> = BTreeMap::new();
-    let mut finals: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut finals: HashSet<String> = HashSet::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::{Int32Type, Int64Type, TimestampSecondType};
     for b in &batches {
         let text = |i: usize| b.column(i).as_string_opt::<i32>().cloned();
         let (Some(query), Some(status), Some(error)) = (text(0), text(3), text(4)) else { continue };

@@ -92,48 +92,110 @@ async fn embed_and_write(
     Ok(n)
 }
 
-pub async fn embed(lake: &Lake, embedder: &dyn Embedder, target: EmbedTarget, progress: &dyn Progress) -> Result<EmbedReport> {
+/// The post partitions (source, bucket, posts) to embed, one job each.
+pub async fn post_partitions(lake: &Lake, source: Option<PostSource>) -> Result<Vec<(String, String, u64)>> {
+    let ctx = lake.session()?;
+    let mut df = ctx.table(PostRow::TABLE).await?;
+    if let Some(s) = source {
+        df = df.filter(col("source").eq(lit(s.as_str())))?;
+    }
+    let counted =
+        df.aggregate(vec![col("source"), col("bucket")], vec![datafusion::functions_aggregate::count::count(lit(1)).alias("n")])?;
+    let mut partitions: Vec<(String, String, u64)> = Vec::new();
+    for b in counted.collect().await? {
+        let s = <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Other)?;
+        let k = <String as some_schemas::row::ColumnValue>::from_array(b.column(1).as_ref()).map_err(Error::Other)?;
+        let n = <i64 as some_schemas::row::ColumnValue>::from_array(b.column(2).as_ref()).map_err(Error::Other)?;
+        for ((s, k), n) in s.into_iter().zip(k).zip(n) {
+            partitions.push((s.unwrap_or_default(), k.unwrap_or_default(), n.unwrap_or_default() as u64));
+        }
+    }
+    partitions.sort();
+    Ok(partitions)
+}
+
+/// Embeds what one partition still lacks (`posts` by source and bucket, or
+/// all of `knowledge`); safe to run again, which adds nothing.
+pub async fn embed_partition(
+    lake: &Lake,
+    embedder: &dyn Embedder,
+    target: &EmbedPartition,
+    progress: &dyn Progress,
+) -> Result<EmbedReport> {
     let started = Instant::now();
     let ctx = lake.session()?;
-    let mut report = EmbedReport::default();
-    match target {
-        EmbedTarget::Knowledge => {
+    let (todo, already, collection, bucket) = match target {
+        EmbedPartition::Knowledge => {
             let docs: Vec<KnowledgeRow> = lake.read(&ctx, None).await?;
             let have = existing_ids(&ctx, "knowledge", embedder.model(), "all").await?;
             let todo: Vec<(String, String)> =
                 docs.into_iter().map(|d| (d.doc_index.to_string(), d.content)).filter(|(id, _)| !have.contains(id)).collect();
-            report.already = have.len() as u64;
-            progress.phase("knowledge", Some(todo.len() as u64));
-            report.embedded = embed_and_write(lake, embedder, todo, "knowledge", "all", progress).await?;
+            (todo, have.len() as u64, "knowledge", "all".to_string())
         }
-        EmbedTarget::Posts(source) => {
-            let mut sql = String::from("SELECT source, bucket, count(*) FROM posts");
-            if let Some(s) = source {
-                sql.push_str(&format!(" WHERE source = '{}'", s.as_str()));
-            }
-            sql.push_str(" GROUP BY source, bucket ORDER BY source, bucket");
-            let batches = ctx.sql(&sql).await?.collect().await?;
-            let mut partitions: Vec<(String, String, u64)> = Vec::new();
-            for b in &batches {
-                let s = <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Other)?;
-                let k = <String as some_schemas::row::ColumnValue>::from_array(b.column(1).as_ref()).map_err(Error::Other)?;
-                let n = <i64 as some_schemas::row::ColumnValue>::from_array(b.column(2).as_ref()).map_err(Error::Other)?;
-                for ((s, k), n) in s.into_iter().zip(k).zip(n) {
-                    partitions.push((s.unwrap_or_default(), k.unwrap_or_default(), n.unwrap_or_default() as u64));
-                }
-            }
-            progress.phase("posts", Some(partitions.iter().map(|p| p.2).sum()));
-            for (source, bucket, total) in partitions {
-                let have = existing_ids(&ctx, "posts", embedder.model(), &bucket).await?;
-                let filter = col("source").eq(lit(source.clone())).and(col("bucket").eq(lit(bucket.clone())));
-                let posts: Vec<PostRow> = lake.read(&ctx, Some(filter)).await?;
-                let todo: Vec<(String, String)> =
-                    posts.into_iter().filter(|p| !have.contains(&p.post_id)).map(|p| (p.post_id, p.content)).collect();
-                progress.advance(total - todo.len() as u64);
-                report.already += total - todo.len() as u64;
-                report.embedded += embed_and_write(lake, embedder, todo, "posts", &bucket, progress).await?;
-            }
+        EmbedPartition::Posts { source, bucket } => {
+            let have = existing_ids(&ctx, "posts", embedder.model(), bucket).await?;
+            let filter = col("source").eq(lit(source.clone())).and(col("bucket").eq(lit(bucket.clone())));
+            let posts: Vec<PostRow> = lake.read(&ctx, Some(filter)).await?;
+            let total = posts.len() as u64;
+            let todo: Vec<(String, String)> =
+                posts.into_iter().filter(|p| !have.contains(&p.post_id)).map(|p| (p.post_id, p.content)).collect();
+            let already = total - todo.len() as u64;
+            progress.advance(already);
+            (todo, already, "posts", bucket.clone())
         }
+    };
+    let embedded = embed_and_write(lake, embedder, todo, collection, &bucket, progress).await?;
+    Ok(EmbedReport { embedded, already, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// One unit of embedding work (one queue job).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedPartition {
+    Knowledge,
+    Posts { source: String, bucket: String },
+}
+
+impl EmbedPartition {
+    /// As a job message names it: `knowledge` or `posts/<source>/<bucket>`.
+    pub fn name(&self) -> String {
+        match self {
+            EmbedPartition::Knowledge => "knowledge".into(),
+            EmbedPartition::Posts { source, bucket } => format!("posts/{source}/{bucket}"),
+        }
+    }
+
+    pub fn parse(name: &str) -> std::result::Result<EmbedPartition, String> {
+        match name.split('/').collect::<Vec<_>>().as_slice() {
+            ["knowledge"] => Ok(EmbedPartition::Knowledge),
+            ["posts", source, bucket] if PostSource::parse(source).is_some() => {
+                Ok(EmbedPartition::Posts { source: source.to_string(), bucket: bucket.to_string() })
+            }
+            _ => Err(format!("unknown embedding partition {name:?}: expected knowledge or posts/<source>/<bucket>")),
+        }
+    }
+}
+
+/// The partitions a target covers.
+pub async fn partitions(lake: &Lake, target: &EmbedTarget) -> Result<Vec<(EmbedPartition, u64)>> {
+    match target {
+        EmbedTarget::Knowledge => Ok(vec![(EmbedPartition::Knowledge, 0)]),
+        EmbedTarget::Posts(source) => Ok(post_partitions(lake, *source)
+            .await?
+            .into_iter()
+            .map(|(source, bucket, n)| (EmbedPartition::Posts { source, bucket }, n))
+            .collect()),
+    }
+}
+
+pub async fn embed(lake: &Lake, embedder: &dyn Embedder, target: EmbedTarget, progress: &dyn Progress) -> Result<EmbedReport> {
+    let started = Instant::now();
+    let parts = partitions(lake, &target).await?;
+    progress.phase(if target == EmbedTarget::Knowledge { "knowledge" } else { "posts" }, Some(parts.iter().map(|p| p.1).sum()));
+    let mut report = EmbedReport::default();
+    for (part, _) in parts {
+        let done = embed_partition(lake, embedder, &part, progress).await?;
+        report.embedded += done.embedded;
+        report.already += done.already;
     }
     progress.finish();
     report.seconds = started.elapsed().as_secs_f64();

@@ -1,5 +1,6 @@
-//! The worker loop: take a shard from the queue, run it, commit its rows to
-//! the lake, and only then acknowledge it.
+//! The worker loop: take a job from the queue (an episode shard, or a
+//! partition to embed), run it, commit its rows to the lake, and only then
+//! acknowledge it.
 //!
 //! What can go wrong, and what happens:
 //! - the worker dies or hangs: its deliveries are unacknowledged, and the
@@ -20,10 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::prelude::{col, lit};
+use some_jobs::embed::Embedder as _;
 use some_jobs::progress::Progress;
 use some_schemas::{EpisodeRow, Job, JobKind, JobMessage, QueryAttempt};
 use tokio::sync::{Mutex, Semaphore, watch};
 
+use crate::embed::MiniLm;
+use crate::embedding::{EmbedPartition, embed_partition};
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Delivery, Queue};
@@ -58,17 +62,18 @@ pub struct Worker {
     /// and queries load once.
     runners: Mutex<HashMap<String, (Arc<Runner>, Arc<RunSpec>)>>,
     progress: Arc<dyn Progress>,
+    /// The built-in embedder, loaded by the first embedding job.
+    embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
 }
 
 impl Worker {
     pub fn new(lake: Lake, queue: Arc<dyn Queue>, config: WorkerConfig, progress: Arc<dyn Progress>) -> Arc<Worker> {
-        Arc::new(Worker { lake, queue, config, runners: Mutex::new(HashMap::new()), progress })
+        Arc::new(Worker { lake, queue, config, runners: Mutex::new(HashMap::new()), progress, embedder: tokio::sync::OnceCell::new() })
     }
 
-    /// Consumes episode shards until `stop` turns true, reconnecting when
+    /// Consumes jobs of `kind` until `stop` turns true, reconnecting when
     /// the queue's connection is lost.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
-        let kind = JobKind::Episode;
+    pub async fn run(self: Arc<Self>, kind: JobKind, mut stop: watch::Receiver<bool>) {
         let mut pause = Duration::from_millis(200);
         while !*stop.borrow() {
             let prefetch = u16::try_from(self.config.concurrency.max(1)).unwrap_or(u16::MAX);
@@ -134,12 +139,44 @@ impl Worker {
                     }
                 }
             }
-            Ok(JobMessage { job, .. }) => delivery.dead_letter(&format!("{:?} jobs are not run by episode workers", job.kind())).await,
+            Ok(JobMessage { job: Job::Embed { collection, model, partition }, .. }) => {
+                match self.embed(&collection, &model, &partition).await {
+                    Ok(()) => delivery.ack().await,
+                    Err(ShardError::Permanent(e)) => delivery.dead_letter(&format!("embedding {partition}: {e}")).await,
+                    Err(ShardError::Transient(e)) => {
+                        tracing::warn!(partition, error = %e, "embedding failed; requeueing");
+                        delivery.retry().await
+                    }
+                }
+            }
+            Ok(JobMessage { job, .. }) => {
+                delivery.dead_letter(&format!("{:?} jobs are not run by this version's workers", job.kind())).await
+            }
         };
         if let Err(e) = settled {
             // The delivery comes back when the connection does.
             tracing::warn!(error = %e, "could not settle a delivery");
         }
+    }
+
+    /// Embeds one partition with the built-in embedder (loaded once).
+    async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<(), ShardError> {
+        let part = EmbedPartition::parse(partition).map_err(ShardError::Permanent)?;
+        if part.name().split('/').next() != Some(collection) {
+            return Err(ShardError::Permanent(format!("partition {partition} is not of collection {collection}")));
+        }
+        let embedder = self
+            .embedder
+            .get_or_try_init(|| async { MiniLm::load_installed().map(Arc::new) })
+            .await
+            .map_err(|e| ShardError::Permanent(e.to_string()))?;
+        if embedder.model() != model {
+            return Err(ShardError::Permanent(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
+        }
+        embed_partition(&self.lake, embedder.as_ref(), &part, self.progress.as_ref())
+            .await
+            .map(drop)
+            .map_err(|e| ShardError::Transient(e.to_string()))
     }
 
     async fn runner(&self, run_id: &str) -> Result<Option<(Arc<Runner>, Arc<RunSpec>)>, ShardError> {

@@ -21,7 +21,7 @@ use some_workers::runs::plan_queries;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::progress::Bars;
-use super::run::{DEFAULT_MODEL, ModelFlags, Run};
+use super::run::{DEFAULT_MODEL, ExecFlags, Run};
 
 #[derive(Debug, Args)]
 pub struct Demo {
@@ -113,7 +113,7 @@ impl Demo {
             run_id: None,
             html: None,
             wait: false,
-            flags: ModelFlags {
+            flags: ExecFlags {
                 queue: "memory".into(),
                 calls: 2,
                 timeout: 600,

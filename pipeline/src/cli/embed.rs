@@ -17,6 +17,10 @@ pub struct Embed {
     /// Only posts of this source: raw, topic or weibo.
     #[arg(long)]
     pub source: Option<String>,
+    /// `memory` embeds on this process; an AMQP URL publishes one job per
+    /// partition for `some worker --kind compute`.
+    #[arg(long, env = "SOME_QUEUE", default_value = "memory")]
+    pub queue: String,
 }
 
 impl Embed {
@@ -30,6 +34,13 @@ impl Embed {
             ),
             other => anyhow::bail!("unknown collection {other:?}: expected posts or knowledge"),
         };
+        if self.queue != "memory" {
+            let queue = some_workers::queue::open(&self.queue).await?;
+            let jobs =
+                some_workers::coordinator::publish_embedding(queue.as_ref(), lake, &target, some_workers::models::MINILM.name).await?;
+            println!("published {jobs} embedding jobs for `some worker --kind compute`");
+            return Ok(ExitCode::SUCCESS);
+        }
         let embedder = MiniLm::load_installed()?;
         let report = embed(lake, &embedder, target, &Bars::new()).await?;
         println!(

@@ -25,7 +25,7 @@ pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
 /// Where shards go and how they run: shared by run, rerun and worker.
 #[derive(Debug, Args)]
-pub struct ModelFlags {
+pub struct ExecFlags {
     /// `memory` runs the shards on this process; an AMQP URL
     /// (amqp://user:pass@host:5672/vhost) publishes them for `some worker`s.
     #[arg(long, env = "SOME_QUEUE", default_value = "memory")]
@@ -53,7 +53,7 @@ pub struct ModelFlags {
     pub deadline: u64,
 }
 
-impl ModelFlags {
+impl ExecFlags {
     pub fn worker(&self) -> WorkerConfig {
         WorkerConfig {
             concurrency: self.concurrency,
@@ -137,7 +137,7 @@ pub struct Run {
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
-    pub flags: ModelFlags,
+    pub flags: ExecFlags,
 }
 
 fn parse_tasks(codes: &[String]) -> anyhow::Result<Vec<Task>> {
@@ -207,7 +207,7 @@ async fn execute(
     lake: &Lake,
     spec: &RunSpec,
     todo: &[(String, i32)],
-    flags: &ModelFlags,
+    flags: &ExecFlags,
     html: Option<&Path>,
     wait: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -254,7 +254,7 @@ pub struct Rerun {
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
-    pub flags: ModelFlags,
+    pub flags: ExecFlags,
 }
 
 impl Rerun {

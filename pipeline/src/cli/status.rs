@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use some_schemas::JobKind;
 use some_workers::Lake;
 use some_workers::coordinator::{RunProgress, progress};
 use some_workers::runs::{load_run, record_event};
 use some_workers::worker::Worker;
 
 use super::progress::Bars;
-use super::run::ModelFlags;
+use super::run::ExecFlags;
 
 #[derive(Debug, Args)]
 pub struct Status {
@@ -101,32 +102,31 @@ impl Cancel {
 
 #[derive(Debug, Args)]
 pub struct WorkerCmd {
-    /// llm: agent episodes and their scoring. (compute jobs, ingestion and
-    /// embedding over the queue, are not served yet.)
+    /// llm: agent episodes and their scoring; compute: embedding jobs.
     #[arg(long, default_value = "llm")]
     pub kind: String,
     #[command(flatten)]
-    pub flags: ModelFlags,
+    pub flags: ExecFlags,
 }
 
 impl WorkerCmd {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        if self.kind != "llm" {
-            anyhow::bail!(
-                "unknown worker kind {:?}: this version serves --kind llm (ingestion and embedding run as `some ingest` and `some embed`)",
-                self.kind
-            );
-        }
+        let kind = match self.kind.as_str() {
+            "llm" => JobKind::Episode,
+            "compute" => JobKind::Embed,
+            other => anyhow::bail!("unknown worker kind {other:?}: expected llm (episodes) or compute (embedding)"),
+        };
         if self.flags.queue == "memory" {
             anyhow::bail!("a worker needs a broker: --queue amqp://user:pass@host:5672/vhost (or SOME_QUEUE)");
         }
         let queue = some_workers::queue::open(&self.flags.queue).await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let worker = Worker::new(lake.clone(), queue, self.flags.worker(), Arc::new(Bars::new()));
-        let running = tokio::spawn(worker.run(stopped));
+        let running = tokio::spawn(worker.run(kind, stopped));
         eprintln!(
-            "worker {} consuming some.episode ({} shards at once); Ctrl-C stops after the shards in hand",
+            "worker {} consuming {} ({} jobs at once); Ctrl-C stops after the jobs in hand",
             some_workers::runner::worker_name(),
+            kind.queue(),
             self.flags.concurrency
         );
         tokio::signal::ctrl_c().await?;
