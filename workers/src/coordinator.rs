@@ -67,6 +67,25 @@ pub async fn publish_embedding(queue: &dyn Queue, lake: &Lake, target: &EmbedTar
     Ok(parts.len())
 }
 
+/// How many of the (query, attempt) pairs in `todo` have a result row yet,
+/// final or failed: what `some run --wait` and `some rerun --wait` wait for
+/// (a rerun's queries already have failed rows of earlier attempts).
+pub async fn attempted(lake: &Lake, run_id: &str, todo: &[(String, i32)]) -> Result<usize> {
+    let wanted: HashSet<(&str, i32)> = todo.iter().map(|(q, a)| (q.as_str(), *a)).collect();
+    let ctx = lake.session()?;
+    let df = ctx.table("episodes").await?.filter(col("run_id").eq(lit(run_id)))?.select_columns(&["query_id", "attempt"])?;
+    let mut seen: HashSet<(String, i32)> = HashSet::new();
+    for b in df.collect().await? {
+        let (Some(query), attempt) = (b.column(0).as_string_opt::<i32>(), b.column(1).as_primitive::<Int32Type>()) else { continue };
+        for r in 0..b.num_rows() {
+            if wanted.contains(&(query.value(r), attempt.value(r))) {
+                seen.insert((query.value(r).to_string(), attempt.value(r)));
+            }
+        }
+    }
+    Ok(seen.len())
+}
+
 /// One task's progress.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskProgress {

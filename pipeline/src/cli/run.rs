@@ -18,6 +18,8 @@ use some_workers::runs::{self, RerunFilter};
 use some_workers::worker::WorkerConfig;
 use some_workers::world::read_queries;
 
+use some_jobs::progress::Progress as _;
+
 use super::progress::Bars;
 
 /// The default agent and judge: the larger built-in chat model.
@@ -219,7 +221,16 @@ async fn execute(
         if !wait {
             return Ok(ExitCode::SUCCESS);
         }
-        super::status::watch(lake, &spec.run_id, Duration::from_secs(2), true).await?;
+        let bars = Bars::new();
+        bars.phase("episodes", Some(todo.len() as u64));
+        let mut done = 0;
+        while done < todo.len() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = coordinator::attempted(lake, &spec.run_id, todo).await?;
+            bars.advance(now.saturating_sub(done) as u64);
+            done = now;
+        }
+        bars.finish();
         print_report(lake, &spec.run_id, html).await?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -27,7 +27,7 @@ pub struct Status {
 impl Status {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         if self.watch {
-            watch(lake, &self.run_id, Duration::from_secs(2), false).await?;
+            watch(lake, &self.run_id, Duration::from_secs(2)).await?;
         }
         let (spec, cancelled) = load_run(lake, &self.run_id).await?;
         print!("{}", describe(&self.run_id, &progress(lake, &spec, cancelled).await?));
@@ -56,7 +56,7 @@ fn describe(run_id: &str, p: &RunProgress) -> String {
 
 /// Shows a bar per task until every query has a final result or a failed
 /// latest attempt (or the run is cancelled).
-pub async fn watch(lake: &Lake, run_id: &str, every: Duration, quiet: bool) -> anyhow::Result<()> {
+async fn watch(lake: &Lake, run_id: &str, every: Duration) -> anyhow::Result<()> {
     let (spec, _) = load_run(lake, run_id).await?;
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>4} [{bar:40}] {pos}/{len} {msg}").expect("static template").progress_chars("=> ");
@@ -64,16 +64,14 @@ pub async fn watch(lake: &Lake, run_id: &str, every: Duration, quiet: bool) -> a
     loop {
         let (_, cancelled) = load_run(lake, run_id).await?;
         let p = progress(lake, &spec, cancelled).await?;
-        if !quiet {
-            for (task, t) in &p.tasks {
-                let bar = per_task.entry(task.clone()).or_insert_with(|| {
-                    let b = bars.add(ProgressBar::new(t.planned as u64).with_style(style.clone()));
-                    b.set_prefix(task.clone());
-                    b
-                });
-                bar.set_position(t.finished as u64);
-                bar.set_message(if t.failed > 0 { format!("{} failed", t.failed) } else { String::new() });
-            }
+        for (task, t) in &p.tasks {
+            let bar = per_task.entry(task.clone()).or_insert_with(|| {
+                let b = bars.add(ProgressBar::new(t.planned as u64).with_style(style.clone()));
+                b.set_prefix(task.clone());
+                b
+            });
+            bar.set_position(t.finished as u64);
+            bar.set_message(if t.failed > 0 { format!("{} failed", t.failed) } else { String::new() });
         }
         let settled: usize = p.tasks.values().map(|t| t.finished + t.failed).sum();
         if cancelled || settled >= p.planned() {
