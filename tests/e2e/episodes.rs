@@ -163,3 +163,35 @@ fn unknown_models_and_runs_are_refused_clearly() {
     let unreachable = some(&lake, &[], &["run", "--tasks", "MID", "--sample", "1", "--model", "m", "--endpoint", "ftp://x"]);
     assert!(unreachable.stderr.contains("expected an http:// or https:// base URL"), "{}", unreachable.stderr);
 }
+
+#[test]
+fn compare_flags_a_regression_and_compact_keeps_every_result() {
+    let (_dir, lake) = lake_with_world();
+    let yes = ScriptedEndpoint::start(|_, _| Reply::Text("是".into()));
+    let no = ScriptedEndpoint::start(|_, _| Reply::Text("否".into()));
+    let args = |url: &str, id: &str| -> Vec<String> {
+        ["run", "--tasks", "UBP,MCR", "--sample", "30", "--model", "m", "--endpoint", url, "--run-id", id, "--shard-size", "5"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |a: Vec<String>| some(&lake, &[], &a.iter().map(String::as_str).collect::<Vec<_>>()).ok();
+    run(args(&yes.url, "yes"));
+    run(args(&no.url, "no"));
+    // The same run against itself: no delta, exit 0.
+    let same = some(&lake, &[], &["compare", "yes", "yes"]).ok();
+    assert!(same.stdout.contains("no task dropped"), "{}", same.stdout);
+    // Always "yes" vs always "no" differ on every query whose label is one of them.
+    let a = some(&lake, &[], &["compare", "no", "yes", "--threshold", "1"]);
+    let b = some(&lake, &[], &["compare", "yes", "no", "--threshold", "1"]);
+    assert!(a.status == 1 || b.status == 1, "neither direction is a regression:\n{}\n{}", a.stdout, b.stdout);
+    assert!(a.stdout.contains("UBP") && a.stdout.contains("paired"), "{}", a.stdout);
+    let unknown = some(&lake, &[], &["compare", "yes", "nope"]);
+    assert!(unknown.stderr.contains("unknown run \"nope\""), "{}", unknown.stderr);
+
+    let before = sql(&lake, "SELECT query_id, attempt, score FROM scores WHERE run_id = 'yes' ORDER BY query_id");
+    let compacted = some(&lake, &[], &["compact", "yes"]).ok();
+    assert!(compacted.stdout.contains("24 part files merged into 2 (120 rows)"), "{}", compacted.stdout);
+    assert_eq!(sql(&lake, "SELECT query_id, attempt, score FROM scores WHERE run_id = 'yes' ORDER BY query_id"), before);
+    assert_eq!(sql(&lake, "SELECT count(*) AS n FROM episodes WHERE run_id = 'yes'"), "n\n60\n");
+}
