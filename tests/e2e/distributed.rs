@@ -54,7 +54,7 @@ fn worker(lake: &str, queue: &str) -> Background {
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let (_dir, lake) = lake_with_world();
     let endpoint = instant();
     // 300 per task (SES has 154): 2,254 queries.
@@ -78,7 +78,7 @@ fn a_worker_killed_mid_run_loses_nothing() {
 #[test]
 fn the_broker_restarting_mid_run_loses_nothing() {
     let _exclusive = BROKER.write().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let (_dir, lake) = lake_with_world();
     let endpoint = instant();
     let run = submit(&lake, &vhost.url(), &endpoint.url, "100", &[]);
@@ -97,7 +97,7 @@ fn the_broker_restarting_mid_run_loses_nothing() {
 #[test]
 fn a_failing_endpoint_marks_failures_and_rerun_completes_them() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let (_dir, lake) = lake_with_world();
     // One call in five fails (500 or 429), one in fifty hangs past the time-out.
     let flaky = ScriptedEndpoint::start(|n, _| match n % 50 {
@@ -132,7 +132,7 @@ fn a_failing_endpoint_marks_failures_and_rerun_completes_them() {
 #[test]
 fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let (_dir, lake) = lake_with_world();
     let endpoint = instant();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -150,7 +150,7 @@ fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
 #[test]
 fn cancelling_a_run_stops_its_shards() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let (_dir, lake) = lake_with_world();
     let endpoint = instant();
     let run = submit(&lake, &vhost.url(), &endpoint.url, "50", &[]);
@@ -170,7 +170,7 @@ fn cancelling_a_run_stops_its_shards() {
 #[test]
 fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     let mut s3 = some_tests::S3Server::start("lake");
     let env = s3.env();
     let lake = "s3://lake/runs";
@@ -215,7 +215,7 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
 #[test]
 fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::new();
+    let vhost = Vhost::create();
     // A few MID claims make a world small enough to embed quickly.
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("datasets/misinformation_detection");

@@ -163,7 +163,7 @@ pub struct Vhost {
 }
 
 impl Vhost {
-    pub fn new() -> Vhost {
+    pub fn create() -> Vhost {
         assert!(
             wait_for_port(5672, Duration::from_secs(5)),
             "RabbitMQ is not on 127.0.0.1:5672: run the tests through infra/test.sh, which starts it"

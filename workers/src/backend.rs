@@ -26,6 +26,9 @@ const CACHED_BUCKETS: usize = 32;
 
 type Vectors = Arc<HashMap<String, Vec<f32>>>;
 
+/// A use counter, and (model, bucket) -> (last use, vectors).
+type VectorCache = (u64, HashMap<(String, String), (u64, Vectors)>);
+
 pub struct LakeBackend {
     lake: Lake,
     ctx: SessionContext,
@@ -33,7 +36,7 @@ pub struct LakeBackend {
     ref_posts: OnceCell<HashMap<String, String>>,
     knowledge: Mutex<HashMap<String, Arc<KnowledgeIndex>>>,
     /// (model, bucket) -> vectors, with a use counter for eviction.
-    vectors: Mutex<(u64, HashMap<(String, String), (u64, Vectors)>)>,
+    vectors: Mutex<VectorCache>,
     streams: Mutex<HashMap<String, bool>>,
 }
 
@@ -116,10 +119,9 @@ impl LakeBackend {
             rows.iter().map(|r| Ok((r.id.clone(), decode_vector(r)?))).collect::<Result<_, BackendError>>()?;
         let map = Arc::new(map);
         let mut cache = self.vectors.lock().map_err(err)?;
-        if cache.1.len() >= CACHED_BUCKETS {
-            if let Some(oldest) = cache.1.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()) {
-                cache.1.remove(&oldest);
-            }
+        let full = cache.1.len() >= CACHED_BUCKETS;
+        if let Some(oldest) = cache.1.iter().min_by_key(|(_, (t, _))| *t).map(|(k, _)| k.clone()).filter(|_| full) {
+            cache.1.remove(&oldest);
         }
         let tick = cache.0;
         cache.1.insert(key, (tick, map.clone()));

@@ -214,7 +214,7 @@ impl Runner {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.
-        let finished: Vec<Finished> = futures::stream::iter(queries.to_vec().into_iter().map(|(q, attempt)| async move {
+        let finished: Vec<Finished> = futures::stream::iter(queries.iter().cloned().map(|(q, attempt)| async move {
             let f = self.run_one(spec, &q, attempt).await;
             progress.advance(1);
             f

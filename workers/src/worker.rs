@@ -54,13 +54,16 @@ enum ShardError {
     Transient(String),
 }
 
+/// A run's runner and the spec it was built from.
+type RunnerFor = (Arc<Runner>, Arc<RunSpec>);
+
 pub struct Worker {
     lake: Lake,
     queue: Arc<dyn Queue>,
     config: WorkerConfig,
     /// A runner per run and endpoints (a rerun may move them): its models
     /// and queries load once.
-    runners: Mutex<HashMap<String, (Arc<Runner>, Arc<RunSpec>)>>,
+    runners: Mutex<HashMap<String, RunnerFor>>,
     progress: Arc<dyn Progress>,
     /// The built-in embedder, loaded by the first embedding job.
     embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
@@ -179,7 +182,7 @@ impl Worker {
             .map_err(|e| ShardError::Transient(e.to_string()))
     }
 
-    async fn runner(&self, run_id: &str) -> Result<Option<(Arc<Runner>, Arc<RunSpec>)>, ShardError> {
+    async fn runner(&self, run_id: &str) -> Result<Option<RunnerFor>, ShardError> {
         let (spec, cancelled) = load_run(&self.lake, run_id).await.map_err(|e| {
             let message = e.to_string();
             if message.starts_with("unknown run") { ShardError::Permanent(message) } else { ShardError::Transient(message) }

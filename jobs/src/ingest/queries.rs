@@ -284,10 +284,8 @@ pub fn smq_subject(question: &str) -> (Option<String>, Option<String>) {
             return (Some(uid), None);
         }
     }
-    if let Some(rest) = question.strip_prefix("在话题“") {
-        if let Some((topic, _)) = rest.split_once('”') {
-            return (None, Some(topic.to_string()));
-        }
+    if let Some((topic, _)) = question.strip_prefix("在话题“").and_then(|rest| rest.split_once('”')) {
+        return (None, Some(topic.to_string()));
     }
     (None, None)
 }

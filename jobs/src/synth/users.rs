@@ -188,7 +188,7 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
                     let category = &CATEGORIES[p.category];
                     let subject = category.subjects[p.subject];
                     let emoticons = t.emoticons();
-                    let lines = (0..k)
+                    (0..k)
                         .map(|i| {
                             let r = remark(&mut t.rng, category, subject, &emoticons);
                             match (action.as_deref(), i) {
@@ -197,16 +197,13 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
                                 _ => r,
                             }
                         })
-                        .collect();
-                    lines
+                        .collect()
                 }
                 Engagement::Emotion { post, emotion } => {
                     let p = &t.world.ref_posts[*post];
                     let subject = CATEGORIES[p.category].subjects[p.subject];
                     let words = EMOTION_WORDS[*emotion].1;
-                    let lines =
-                        (0..k).map(|_| format!("看到{subject}的消息，{}，{}", pick(&mut t.rng, words), pick(&mut t.rng, words))).collect();
-                    lines
+                    (0..k).map(|_| format!("看到{subject}的消息，{}，{}", pick(&mut t.rng, words), pick(&mut t.rng, words))).collect()
                 }
                 Engagement::Comment { post, text } => {
                     let own = emoticons_in(text);
@@ -215,7 +212,7 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
                     let subject = category.subjects[p.subject];
                     let head: String = text.chars().take(6).collect();
                     let tail: String = text.chars().rev().take_while(|c| "！!。~？?…".contains(*c)).collect();
-                    let lines = (0..k)
+                    (0..k)
                         .map(|i| {
                             let style = if own.is_empty() { tail.clone() } else { own.concat() };
                             match i % 2 {
@@ -223,8 +220,7 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
                                 _ => format!("{}{style}", remark(&mut t.rng, category, subject, &[])),
                             }
                         })
-                        .collect();
-                    lines
+                        .collect()
                 }
             };
             for line in lines {

