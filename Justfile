@@ -25,9 +25,9 @@ bench-episodes:
 bench-distributed:
     source infra/env.sh && ensure_rabbitmq && cargo build --release --locked -p some && cargo bench -p some-workers --bench distributed
 
-# CPU kernels: top-k bandwidth, batch top-k and clustering against numpy.
+# CPU kernels: top-k bandwidth, batch top-k and clustering against numpy (and numba, as the reference uses).
 bench-kernels:
-    source infra/env.sh && cargo bench -p some-jobs --bench kernels
+    source infra/env.sh && ensure_numpy && cargo bench -p some-jobs --bench kernels
 
 # The nightly regression evaluation (sampled run vs the stored baseline).
 nightly:

@@ -52,3 +52,20 @@ ensure_rabbitmq() {
   rabbitmq-server -detached >/dev/null 2>&1 || true
   rabbitmqctl await_startup --timeout 120 >/dev/null
 }
+
+# Python for the kernel benchmark's peers, in a venv at $SOME_CACHE/pyenv:
+# numpy, and numba (with scipy, which numba's `@` calls for BLAS) because
+# the reference clustering jit-compiles its dot product with numba.
+# Exports SOME_PYTHON, which the benchmark reads first.
+ensure_numpy() {
+  local venv="$SOME_CACHE/pyenv"
+  export SOME_PYTHON="$venv/bin/python"
+  if "$SOME_PYTHON" -c 'import numpy, numba, scipy' >/dev/null 2>&1; then return 0; fi
+  if [ ! -x "$SOME_PYTHON" ]; then
+    say "creating a Python venv in $venv"
+    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+  fi
+  say "installing numpy, numba and scipy into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    numpy==2.4.6 numba==0.68.1 llvmlite==0.50.0 scipy==1.17.1
+}
