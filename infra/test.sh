@@ -7,5 +7,10 @@ cd "$SOME_ROOT"
 ensure_build_tools
 ensure_s3s_fs
 ensure_rabbitmq
-say "running the tests (target folder: $CARGO_TARGET_DIR)"
-cargo test --workspace --locked "$@"
+# The end-to-end tests run the `some` binary as a user does; `cargo test`
+# builds test harnesses, not that binary. (The same targets as `cargo test
+# --workspace`, so dependencies build once, with the same features.)
+say "building the some binary (target folder: $CARGO_TARGET_DIR)"
+cargo build --workspace --bins --tests --locked
+say "running the tests"
+cargo test --workspace --locked --no-fail-fast "$@"
