@@ -50,10 +50,11 @@ pub struct QueryAttempt {
 pub enum Job {
     /// Run the agent on these queries and score the answers.
     Episodes { run_id: RunId, shard_id: ShardId, queries: Vec<QueryAttempt> },
-    /// Score the final episodes of these queries.
-    Judge { run_id: RunId, shard_id: ShardId, query_ids: Vec<QueryId> },
-    /// Read one source file (a path inside the release root) into the lake.
-    Ingest { root: String, path: String },
+    /// Score the final episodes of these queries under a judging of the run.
+    Judge { run_id: RunId, judging: String, shard_id: ShardId, query_ids: Vec<QueryId> },
+    /// Stage one unit (the files that fill one partition) of a planned
+    /// ingestion; the ingestion records which files.
+    Ingest { ingestion: String, unit: u32 },
     /// Embed one partition of a collection.
     Embed { collection: String, model: String, partition: String },
 }
@@ -65,6 +66,16 @@ impl Job {
             Job::Judge { .. } => JobKind::Judge,
             Job::Ingest { .. } => JobKind::Ingest,
             Job::Embed { .. } => JobKind::Embed,
+        }
+    }
+
+    /// The job as logs and dead letters name it.
+    pub fn label(&self) -> String {
+        match self {
+            Job::Episodes { shard_id, .. } => format!("shard {shard_id}"),
+            Job::Judge { judging, shard_id, .. } => format!("judge shard {shard_id} ({judging})"),
+            Job::Ingest { ingestion, unit } => format!("ingestion {ingestion} unit {unit}"),
+            Job::Embed { partition, .. } => format!("embedding {partition}"),
         }
     }
 }
@@ -110,6 +121,7 @@ mod tests {
         let back = JobMessage::from_bytes(&msg.to_bytes()).unwrap();
         assert_eq!(back, msg);
         assert_eq!(back.job.kind().queue(), "some.episode");
+        assert_eq!(back.job.label(), "shard r1-0001");
 
         let mut other = msg.clone();
         other.schema_version = 999;

@@ -191,15 +191,42 @@ table! {
 }
 
 table! {
-    /// A run's lifecycle, as append-only events (`submitted`, `cancelled`).
+    /// A run's lifecycle, as append-only [`RunEvent`]s.
     pub struct RunRow in "runs" partitioned by [] {
         run_id: String,
+        /// A [`RunEvent`].
         event: String,
         at: Timestamp,
-        /// The run spec as JSON.
+        /// As JSON: the run's spec (`submitted`, `cancelled`), or a judging's
+        /// spec (`judging`).
         spec: String,
     }
 }
+
+/// What a `runs` row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEvent {
+    /// The run's spec, as submitted (again when a rerun moves its endpoints).
+    Submitted,
+    Cancelled,
+    /// A judging of the run other than its primary one, or new endpoints
+    /// for one.
+    Judging,
+}
+
+impl RunEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEvent::Submitted => "submitted",
+            RunEvent::Cancelled => "cancelled",
+            RunEvent::Judging => "judging",
+        }
+    }
+}
+
+/// The judging of a run's own judge, which scores each episode as it
+/// finishes; other judgings are named when they are asked for.
+pub const PRIMARY_JUDGING: &str = "primary";
 
 table! {
     /// One attempt of one agent episode.
@@ -207,6 +234,8 @@ table! {
         query_id: String,
         task: String,
         attempt: i32,
+        /// This row's own id, which its scores name.
+        episode_id: String,
         /// The attempt readers take as the query's result.
         is_final: bool,
         status: String,
@@ -230,12 +259,16 @@ table! {
 }
 
 table! {
-    /// The evaluation of one episode attempt.
+    /// The evaluation of one episode under one judging.
     pub struct ScoreRow in "scores" partitioned by [run_id] {
         query_id: String,
         task: String,
         attempt: i32,
         is_final: bool,
+        /// The episode row scored.
+        episode_id: String,
+        /// [`PRIMARY_JUDGING`] or the name of another judging of the run.
+        judging: String,
         /// The extracted label (classification tasks).
         extracted: Option<String>,
         /// Judge dimensions as JSON, e.g. {"accuracy":4,"completeness":3}.
@@ -302,7 +335,7 @@ mod tests {
         writer.close().unwrap();
         let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
         let metadata = reader.schema().metadata().clone();
-        assert_eq!(metadata.get(crate::SCHEMA_VERSION_KEY).map(String::as_str), Some("1"));
+        assert_eq!(metadata.get(crate::SCHEMA_VERSION_KEY), Some(&crate::SCHEMA_VERSION.to_string()));
         let batches: Vec<RecordBatch> = reader.build().unwrap().collect::<Result<_, _>>().unwrap();
         let back: Vec<R> = batches.iter().flat_map(|b| R::from_batch(b).unwrap()).collect();
         assert_eq!(back, rows);
@@ -389,6 +422,7 @@ mod tests {
             query_id: "q".into(),
             task: "MID".into(),
             attempt: 2,
+            episode_id: "e1".into(),
             is_final: true,
             status: "completed".into(),
             answer: Some("true".into()),
@@ -412,6 +446,8 @@ mod tests {
             task: "RED".into(),
             attempt: 1,
             is_final: true,
+            episode_id: "e1".into(),
+            judging: PRIMARY_JUDGING.into(),
             extracted: None,
             dimensions: Some("{\"accuracy\":4}".into()),
             score: 80.0,

@@ -1,55 +1,13 @@
 //! Runs through the real RabbitMQ with worker processes, under faults: a
-//! worker killed mid-run, the broker restarted, a failing endpoint, a
-//! poison message. Every query ends with exactly one final result.
+//! worker killed mid-run, a worker hung mid-run, a shard past its
+//! deadline, the broker restarted, a failing endpoint, a poison message,
+//! the object store gone. Every query ends with exactly one final result.
 
 use std::time::Duration;
 
+use some_tests::fleet::{assert_one_final_each, finals, instant, scalar, submit, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
 use some_tests::{BROKER, Background, Vhost, lake_with_world, some, wait_until};
-
-/// Answers every call at once with a label (agent and judge alike).
-fn instant() -> ScriptedEndpoint {
-    ScriptedEndpoint::start(|_, _| Reply::Text("是".into()))
-}
-
-struct Run {
-    id: String,
-    planned: usize,
-}
-
-fn submit(lake: &str, queue: &str, endpoint: &str, sample: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["run", "--queue", queue, "--sample", sample, "--model", "scripted", "--endpoint", endpoint, "--shard-size", "20"];
-    args.extend_from_slice(extra);
-    let out = some(lake, &[], &args).ok();
-    let line = out.stderr.lines().find(|l| l.starts_with("run ")).unwrap_or_else(|| panic!("{}", out.stderr)).to_string();
-    let id = line["run ".len()..].split(':').next().unwrap().to_string();
-    let planned = line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
-    Run { id, planned }
-}
-
-fn scalar(lake: &str, query: &str) -> usize {
-    let out = some(lake, &[], &["sql", "--format", "csv", query]).ok().stdout;
-    out.lines().nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{query}: {out}"))
-}
-
-fn finals(lake: &str, run: &str) -> usize {
-    scalar(lake, &format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{run}' AND is_final"))
-}
-
-/// No query has two final rows, as the raw table stands.
-fn assert_one_final_each(lake: &str, run: &str) {
-    let dupes = scalar(
-        lake,
-        &format!(
-            "SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{run}' AND is_final GROUP BY query_id HAVING count(*) > 1)"
-        ),
-    );
-    assert_eq!(dupes, 0, "queries with more than one final row");
-}
-
-fn worker(lake: &str, queue: &str) -> Background {
-    Background::start(lake, &[], &["worker", "--queue", queue, "--concurrency", "2", "--calls", "16", "--retries", "2", "--timeout", "2"])
-}
 
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {
@@ -73,6 +31,63 @@ fn a_worker_killed_mid_run_loses_nothing() {
     assert_one_final_each(&lake, &run.id);
     let status = some(&lake, &[], &["status", &run.id]).ok().stdout;
     assert!(status.contains("throughput"), "{status}");
+}
+
+#[test]
+fn a_hung_worker_loses_its_shards_to_the_others() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::create();
+    let (_dir, lake) = lake_with_world();
+    // Slow enough that the first worker is mid-run when it hangs.
+    let slow = ScriptedEndpoint::start(|_, _| Reply::Delayed(Duration::from_millis(50), "是".into()));
+    let run = submit(&lake, &vhost.url(), &slow.url, "30", &["--calls", "2"]);
+    let hung = worker(&lake, &vhost.url());
+    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 20), "no progress");
+    // Alive but silent: no heartbeats, no acknowledgements. The broker
+    // closes its connection and delivers what it held to the other worker.
+    hung.signal("STOP");
+    let held = run.planned - finals(&lake, &run.id);
+    assert!(held > 0, "the run finished before the worker hung");
+    let _healthy = worker(&lake, &vhost.url());
+    assert!(
+        wait_until(Duration::from_secs(240), || finals(&lake, &run.id) == run.planned),
+        "the run did not finish: {} of {}",
+        finals(&lake, &run.id),
+        run.planned
+    );
+    assert_one_final_each(&lake, &run.id);
+    // Woken, it may still commit the shards it held: the lake then has two
+    // final rows for some queries, and every reader picks the same one.
+    hung.signal("CONT");
+    std::thread::sleep(Duration::from_secs(3));
+    let report = some(&lake, &[], &["report", &run.id]).ok().stdout;
+    assert!(report.contains(&format!("queries: {0} of {0} have a final result", run.planned)), "{report}");
+}
+
+#[test]
+fn a_shard_past_its_deadline_is_taken_back_and_run_again() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::create();
+    let (_dir, lake) = lake_with_world();
+    // The first two calls hang for ten minutes; every later one answers at once.
+    let endpoint = ScriptedEndpoint::start(|n, _| if n < 2 { Reply::Hang(Duration::from_secs(600)) } else { Reply::Text("是".into()) });
+    let run = submit(&lake, &vhost.url(), &endpoint.url, "3", &[]);
+    // The calls would wait out the hang (15-minute time-out); the 3-second
+    // job deadline takes the shard back and delivers it again.
+    let _worker = Background::start(
+        &lake,
+        &[],
+        &["worker", "--queue", &vhost.url(), "--concurrency", "2", "--timeout", "900", "--retries", "0", "--deadline", "3"],
+    );
+    assert!(
+        wait_until(Duration::from_secs(90), || finals(&lake, &run.id) == run.planned),
+        "the run did not finish: {} of {}",
+        finals(&lake, &run.id),
+        run.planned
+    );
+    assert_one_final_each(&lake, &run.id);
+    let retried = scalar(&lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND attempt <> 1", run.id));
+    assert_eq!(retried, 0, "a redelivered shard writes the same attempt");
 }
 
 #[test]

@@ -3,6 +3,8 @@
 
 mod distributed;
 mod episodes;
+mod ingestion;
+mod judging;
 mod lake;
 mod mcp;
 mod queries;

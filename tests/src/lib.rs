@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests: the `some` command as a user runs it,
 //! and real service processes started for the test.
 
+pub mod fleet;
 pub mod scripted;
 
 use std::net::TcpListener;
@@ -8,13 +9,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The `some` binary built with the tests (`cargo test --workspace` builds it
-/// next to the test executables).
+/// The `some` binary next to the test executables (`cargo build --workspace --bins --tests`
+/// puts it there; infra/test.sh builds it before the tests).
 pub fn some_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target folder");
     let bin = dir.join(format!("some{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.is_file(), "{} is missing: run the tests with `cargo test --workspace` (infra/test.sh)", bin.display());
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first with `cargo build --workspace --bins --tests` (infra/test.sh does)",
+        bin.display()
+    );
     bin
 }
 
@@ -63,6 +68,45 @@ pub fn lake_with_world() -> (tempfile::TempDir, String) {
     some(&lake, &[], &["synth", "--scale", "small"]).ok();
     (dir, lake)
 }
+
+/// Each world table, ordered so two lakes can be compared row for row.
+const WORLD_TABLES: [(&str, &str); 4] = [
+    ("posts", "SELECT * FROM posts ORDER BY source, post_id"),
+    ("users", "SELECT * FROM users ORDER BY uid"),
+    ("ref_posts", "SELECT * FROM ref_posts ORDER BY post_id"),
+    ("knowledge", "SELECT * FROM knowledge ORDER BY doc_index"),
+];
+
+/// A query's result as CSV.
+pub fn csv(lake: &str, query: &str) -> String {
+    some(lake, &[], &["sql", "--format", "csv", query]).ok().stdout
+}
+
+/// Two lakes hold the same world, row for row.
+pub fn assert_same_world(a: &str, b: &str) {
+    for (table, query) in WORLD_TABLES {
+        let (left, right) = (csv(a, query), csv(b, query));
+        assert!(left.lines().count() > 1, "{table} is empty");
+        assert!(left == right, "{table} differs between {a} and {b}");
+    }
+}
+
+/// A release under `root` with one location-stream post and user 123,
+/// whose file holds `user_json` (none at all if `None`: a missing part).
+/// Returns the release root.
+pub fn tiny_release(root: &Path, user_json: Option<&str>) -> PathBuf {
+    let db = root.join("release/database");
+    std::fs::create_dir_all(db.join("raw_data")).expect("raw_data");
+    std::fs::write(db.join("raw_data/2025-05-01_北京_sensitive.jsonl"), "{\"unique_id\": \"1\", \"content\": \"早\"}\n").expect("raw file");
+    std::fs::create_dir_all(db.join("user_data/123")).expect("user folder");
+    if let Some(json) = user_json {
+        std::fs::write(db.join("user_data/123/123.json"), json).expect("user file");
+    }
+    root.join("release")
+}
+
+/// A user file whose `weibo` is a number, not a list.
+pub const BAD_USER: &str = "{\"user\": {\"id\": \"123\"}, \"weibo\": 5}";
 
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
@@ -217,6 +261,13 @@ impl Background {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends a signal by name (`STOP` freezes the process: alive, silent;
+    /// `CONT` wakes it).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").arg(format!("-{name}")).arg(self.child.id().to_string()).status().expect("run kill");
+        assert!(status.success(), "kill -{name} {} failed", self.child.id());
     }
 }
 

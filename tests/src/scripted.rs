@@ -21,6 +21,8 @@ pub enum Reply {
     Status(u16, Option<u64>),
     /// Answer only after this long (for client time-outs).
     Hang(Duration),
+    /// A normal completion after this long (a slow model).
+    Delayed(Duration, String),
 }
 
 type Policy = dyn Fn(usize, &Value) -> Reply + Send + Sync;
@@ -40,18 +42,26 @@ pub struct ScriptedEndpoint {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+fn completion(n: usize, body: &Value, text: String) -> Response {
+    Json(json!({
+        "id": format!("chatcmpl-{n}"),
+        "object": "chat.completion",
+        "model": body.get("model").cloned().unwrap_or(Value::Null),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    }))
+    .into_response()
+}
+
 async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
     let n = shared.count.fetch_add(1, Ordering::SeqCst);
     shared.bodies.lock().unwrap().push(body.clone());
     match (shared.policy)(n, &body) {
-        Reply::Text(text) => Json(json!({
-            "id": format!("chatcmpl-{n}"),
-            "object": "chat.completion",
-            "model": body.get("model").cloned().unwrap_or(Value::Null),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        }))
-        .into_response(),
+        Reply::Text(text) => completion(n, &body, text),
+        Reply::Delayed(delay, text) => {
+            tokio::time::sleep(delay).await;
+            completion(n, &body, text)
+        }
         Reply::Status(code, retry_after) => {
             let mut headers = HeaderMap::new();
             if let Some(s) = retry_after {

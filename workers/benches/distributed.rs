@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         shard_size: 100,
         concurrency: 32,
     };
-    record_event(&lake, &spec, "submitted").await?;
+    record_event(&lake, &spec, some_schemas::RunEvent::Submitted).await?;
     let lake_dir = dir.path().join("lake");
     let workers: Vec<_> = (0..2)
         .map(|_| {

@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         shard_size: 100,
         concurrency: 32,
     };
-    record_event(&lake, &spec, "submitted").await?;
+    record_event(&lake, &spec, some_schemas::RunEvent::Submitted).await?;
     let todo: Vec<(String, i32)> = planned.iter().map(|q| (q.clone(), 1)).collect();
     let config = WorkerConfig {
         concurrency: 4,
@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dead = run_in_process(&lake, &spec, &todo, config, Arc::new(NoProgress)).await?;
     let secs = started.elapsed().as_secs_f64();
     assert!(dead.is_empty(), "{dead:?}");
-    let finals = read_run(&lake, "bench").await?.finals().len();
+    let finals = read_run(&lake, "bench").await?.finals(some_schemas::PRIMARY_JUDGING).len();
     assert_eq!(finals, todo.len(), "every query has one final result");
     println!("episodes: {finals} in {secs:.2} s: {:.0} episodes/s (target >= 500), results committed to the lake", finals as f64 / secs);
     Ok(())

@@ -1,22 +1,29 @@
-//! The coordinator: turns a run into shard messages on the queue, and reads
-//! a run's progress back from the lake (never from memory, so any machine
-//! can ask, and a restarted coordinator loses nothing).
+//! The coordinator: turns a run, a judging or an ingestion into messages
+//! on the queue (or runs them on this process through the in-process queue
+//! and the same worker loop), and reads a run's progress back from the lake
+//! (never from memory, so any machine can ask, and a restarted coordinator
+//! loses nothing).
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{Int32Type, Int64Type, TimestampSecondType};
 use datafusion::prelude::{col, lit};
 use some_jobs::progress::Progress;
-use some_schemas::{Job, JobKind, JobMessage, QueryAttempt};
+use some_schemas::{EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, Row, ScoreRow};
 
 use crate::embedding::{EmbedPartition, EmbedTarget, partitions};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ingestion;
+use crate::judging::{JudgingSpec, publish_judging};
 use crate::lake::Lake;
 use crate::queue::{DeadLetter, MemoryQueue, Queue};
 use crate::runner::RunSpec;
 use crate::worker::{Worker, WorkerConfig};
+use crate::world::ImportReport;
 
 /// Publishes `todo` (query, attempt) in shards of the spec's size; returns
 /// how many shards. `wave` keeps shard ids of a rerun apart from the first.
@@ -33,9 +40,32 @@ pub async fn publish_shards(queue: &dyn Queue, spec: &RunSpec, todo: &[(String, 
     Ok(shards.len())
 }
 
-/// Runs `todo` on this process, through the in-process queue and the same
-/// worker loop that serves RabbitMQ; returns once every shard is committed
-/// or dead-lettered, with the dead letters.
+/// Works off the jobs of `kind` already on `queue` with a worker on this
+/// process, the same worker loop that serves RabbitMQ; returns once every
+/// job is settled, with the dead letters.
+async fn work_in_process(
+    lake: &Lake,
+    queue: MemoryQueue,
+    kind: JobKind,
+    config: WorkerConfig,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<DeadLetter>> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
+    let running = tokio::spawn(worker.run(kind, stopped));
+    queue.drained(kind).await;
+    let _ = stop.send(true);
+    let _ = running.await;
+    progress.finish();
+    queue.dead_letters(kind).await
+}
+
+fn memory_queue() -> MemoryQueue {
+    MemoryQueue::new(crate::queue::DELIVERY_LIMIT)
+}
+
+/// Runs `todo` on this process; returns once every shard is committed or
+/// dead-lettered, with the dead letters.
 pub async fn run_in_process(
     lake: &Lake,
     spec: &RunSpec,
@@ -43,17 +73,59 @@ pub async fn run_in_process(
     config: WorkerConfig,
     progress: Arc<dyn Progress>,
 ) -> Result<Vec<DeadLetter>> {
-    let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
+    let queue = memory_queue();
     publish_shards(&queue, spec, todo, 0).await?;
     progress.phase("episodes", Some(todo.len() as u64));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
-    let running = tokio::spawn(worker.run(JobKind::Episode, stopped));
-    queue.drained(JobKind::Episode).await;
-    let _ = stop.send(true);
-    let _ = running.await;
-    progress.finish();
-    queue.dead_letters(JobKind::Episode).await
+    work_in_process(lake, queue, JobKind::Episode, config, progress).await
+}
+
+/// Scores `query_ids` under a judging on this process; returns the dead
+/// letters.
+pub async fn judge_in_process(
+    lake: &Lake,
+    spec: &JudgingSpec,
+    query_ids: &[String],
+    shard_size: usize,
+    config: WorkerConfig,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<DeadLetter>> {
+    let queue = memory_queue();
+    publish_judging(&queue, spec, query_ids, shard_size).await?;
+    progress.phase("judged", Some(query_ids.len() as u64));
+    work_in_process(lake, queue, JobKind::Judge, config, progress).await
+}
+
+/// Ingests the release under `root` on this process, through the same
+/// per-unit jobs as compute workers run. A unit that fails aborts the
+/// ingestion: its error (file and position) is returned and nothing of it
+/// is visible.
+pub async fn ingest_in_process(
+    lake: &Lake,
+    root: &Path,
+    replace: bool,
+    config: WorkerConfig,
+    progress: Arc<dyn Progress>,
+) -> Result<ImportReport> {
+    let started = Instant::now();
+    let manifest = ingestion::plan(lake, root, replace).await?;
+    let queue = memory_queue();
+    let units: Vec<u32> = (0..manifest.units.len() as u32).collect();
+    ingestion::publish(&queue, &manifest.id, &units).await?;
+    progress.phase("release units", Some(units.len() as u64));
+    let dead = work_in_process(lake, queue, JobKind::Ingest, config, progress).await?;
+    if let Some(first) = dead.first() {
+        ingestion::abort(lake, &manifest.id).await?;
+        return Err(Error::Other(first.reason.clone()));
+    }
+    let status = ingestion::status(lake, &manifest.id).await?;
+    let committed = status.committed.ok_or_else(|| Error::Other(format!("ingestion {} did not commit", manifest.id)))?;
+    Ok(ImportReport {
+        added: committed.rows,
+        skipped: 0,
+        files: committed.parts,
+        bytes: committed.bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// Publishes one embedding job per partition of `target`; returns how many.
@@ -73,7 +145,7 @@ pub async fn publish_embedding(queue: &dyn Queue, lake: &Lake, target: &EmbedTar
 pub async fn attempted(lake: &Lake, run_id: &str, todo: &[(String, i32)]) -> Result<usize> {
     let wanted: HashSet<(&str, i32)> = todo.iter().map(|(q, a)| (q.as_str(), *a)).collect();
     let ctx = lake.session()?;
-    let df = ctx.table("episodes").await?.filter(col("run_id").eq(lit(run_id)))?.select_columns(&["query_id", "attempt"])?;
+    let df = ctx.table(EpisodeRow::TABLE).await?.filter(col("run_id").eq(lit(run_id)))?.select_columns(&["query_id", "attempt"])?;
     let mut seen: HashSet<(String, i32)> = HashSet::new();
     for b in df.collect().await? {
         let (Some(query), attempt) = (b.column(0).as_string_opt::<i32>(), b.column(1).as_primitive::<Int32Type>()) else { continue };
@@ -106,6 +178,8 @@ pub struct RunProgress {
     /// Seconds from the first episode's start to the last one's finish.
     pub elapsed: i64,
     pub cancelled: bool,
+    /// Queries whose final episode has a score, per judging.
+    pub scored: BTreeMap<String, usize>,
 }
 
 impl RunProgress {
@@ -134,7 +208,7 @@ fn task_of(query_id: &str) -> String {
 /// transcripts.
 pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<RunProgress> {
     let ctx = lake.session()?;
-    let df = ctx.table("episodes").await?.filter(col("run_id").eq(lit(spec.run_id.as_str())))?.select_columns(&[
+    let df = ctx.table(EpisodeRow::TABLE).await?.filter(col("run_id").eq(lit(spec.run_id.as_str())))?.select_columns(&[
         "query_id",
         "attempt",
         "is_final",
@@ -144,6 +218,7 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         "completion_tokens",
         "started_at",
         "finished_at",
+        "episode_id",
     ])?;
     let batches = df.collect().await?;
     let mut p = RunProgress { cancelled, ..Default::default() };
@@ -153,10 +228,11 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
     // Per query: whether any attempt is final, and its latest attempt's state.
     let mut latest: BTreeMap<String, (i32, bool)> = BTreeMap::new();
     let mut finals: HashSet<String> = HashSet::new();
+    let mut final_episodes: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for b in &batches {
         let text = |i: usize| b.column(i).as_string_opt::<i32>().cloned();
-        let (Some(query), Some(status), Some(error)) = (text(0), text(3), text(4)) else { continue };
+        let (Some(query), Some(status), Some(error), Some(episode)) = (text(0), text(3), text(4), text(9)) else { continue };
         let attempt = b.column(1).as_primitive::<Int32Type>();
         let is_final = b.column(2).as_boolean();
         let prompt = b.column(5).as_primitive::<Int64Type>();
@@ -171,6 +247,7 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
             last = last.max(finished.value(r));
             if is_final.value(r) {
                 finals.insert(q.clone());
+                final_episodes.insert(episode.value(r).to_string(), q.clone());
             } else {
                 let cause =
                     if error.is_null(r) { status.value(r).to_string() } else { format!("{}: {}", status.value(r), short(error.value(r))) };
@@ -191,6 +268,23 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         }
     }
     p.elapsed = if last >= first { last - first } else { 0 };
+    let scores = ctx
+        .table(ScoreRow::TABLE)
+        .await?
+        .filter(col("run_id").eq(lit(spec.run_id.as_str())))?
+        .select_columns(&["judging", "episode_id"])?
+        .collect()
+        .await?;
+    let mut scored: BTreeMap<String, HashSet<&str>> = BTreeMap::new();
+    for b in &scores {
+        let (Some(judging), Some(episode)) = (b.column(0).as_string_opt::<i32>(), b.column(1).as_string_opt::<i32>()) else { continue };
+        for r in 0..b.num_rows() {
+            if let Some(q) = final_episodes.get(episode.value(r)) {
+                scored.entry(judging.value(r).to_string()).or_default().insert(q.as_str());
+            }
+        }
+    }
+    p.scored = scored.into_iter().map(|(j, qs)| (j, qs.len())).collect();
     Ok(p)
 }
 

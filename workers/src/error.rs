@@ -28,6 +28,10 @@ pub enum Error {
     Job(#[from] some_jobs::Error),
     #[error(transparent)]
     Input(#[from] some_jobs::InputError),
+    /// A run, judging, ingestion or other name the lake does not have:
+    /// asking again cannot help.
+    #[error("{0}")]
+    Unknown(String),
     #[error("{0}")]
     Other(String),
 }

@@ -9,6 +9,8 @@ pub mod coordinator;
 pub mod embed;
 pub mod embedding;
 pub mod error;
+pub mod ingestion;
+pub mod judging;
 pub mod lake;
 pub mod llm;
 pub mod mcp;

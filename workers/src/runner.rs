@@ -2,11 +2,13 @@
 //! queue delivered it.
 //!
 //! A shard is a list of query ids. Each query's episode runs on the world
-//! (with its own folders), is scored by the judge, and becomes one
-//! `episodes` row and one `scores` row. The rows of a shard are committed
-//! together, and only then is the shard acknowledged: a shard interrupted
-//! anywhere before the commit leaves nothing, and its redelivery does all of
-//! it again.
+//! (with its own folders), is scored by the run's judge (the primary
+//! judging, [`crate::judging`]), and becomes one `episodes` row and one
+//! `scores` row. The rows of a shard are committed together, and only then
+//! is the shard acknowledged: a shard interrupted anywhere before the commit
+//! leaves nothing, and its redelivery does all of it again. An episode the
+//! judge could not be reached for is committed without its score, for
+//! `some judge` to fill in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,13 +19,13 @@ use some_jobs::agent::{AgentSettings, Episode, EpisodeContext, EpisodeStatus, ru
 use some_jobs::embed::Embedder;
 use some_jobs::kernels::CpuKernels;
 use some_jobs::model::ChatModel;
-use some_jobs::scorers::{Judge, JudgeSettings, Scored, score};
-use some_jobs::tasks::task_def;
-use some_jobs::tools::{Folders, ToolContext, ToolSettings, WorldBackend as _};
-use some_schemas::{EpisodeRow, QueryRow, ScoreRow, Timestamp};
+use some_jobs::scorers::{Judge, JudgeSettings, Scored};
+use some_jobs::tools::{Folders, ToolContext, ToolSettings};
+use some_schemas::{EpisodeRow, PRIMARY_JUDGING, QueryRow, ScoreRow, Timestamp};
 
 use crate::backend::LakeBackend;
 use crate::error::{Error, Result};
+use crate::judging::{JudgingSpec, question, ref_post, score_answer, score_row};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, installed_embedder};
 
@@ -60,6 +62,19 @@ impl From<&JudgeSettingsSpec> for JudgeSettings {
     }
 }
 
+impl RunSpec {
+    /// The run's own judge, as a judging.
+    pub fn primary_judging(&self) -> JudgingSpec {
+        JudgingSpec {
+            run_id: self.run_id.clone(),
+            judging: PRIMARY_JUDGING.into(),
+            judge_model: self.judge_model.clone(),
+            judge_endpoints: self.judge_endpoints.clone(),
+            settings: self.judge.clone(),
+        }
+    }
+}
+
 impl Default for JudgeSettingsSpec {
     fn default() -> Self {
         let d = JudgeSettings::default();
@@ -80,14 +95,15 @@ pub struct Runner {
     pub worker: String,
 }
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64))
 }
 
-/// An episode and its score, as rows.
+/// An episode and its score, as rows; no score if the judge could not be
+/// reached.
 pub struct Finished {
     pub episode: EpisodeRow,
-    pub score: ScoreRow,
+    pub score: Option<ScoreRow>,
 }
 
 impl Runner {
@@ -134,10 +150,7 @@ impl Runner {
             };
             return self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default());
         };
-        let post_json = match &query.post_id {
-            Some(id) => self.backend.ref_post(id).await.ok().flatten(),
-            None => None,
-        };
+        let post_json = ref_post(&self.backend, query).await;
         let tools = ToolContext {
             backend: self.backend.as_ref(),
             kernels: &self.kernels,
@@ -150,11 +163,8 @@ impl Runner {
         let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await;
         let judge_settings = JudgeSettings::from(&spec.judge);
         let judge = Judge { model: self.judge.as_ref(), settings: &judge_settings };
-        let question = query.task.parse().ok().and_then(|t| task_def(t).user_message(query, post_json.as_deref()).ok()).unwrap_or_default();
-        let scored = match episode.status {
-            EpisodeStatus::ModelError | EpisodeStatus::QueryError => Scored::default(),
-            _ => score(&judge, query, &question, episode.answer.as_deref()).await,
-        };
+        let question = question(query, post_json.as_deref());
+        let scored = score_answer(&judge, query, &question, episode.status, episode.answer.as_deref()).await;
         self.rows(spec, query, attempt, started_at, episode, scored)
     }
 
@@ -166,6 +176,7 @@ impl Runner {
             query_id: query.query_id.clone(),
             task: query.task.clone(),
             attempt,
+            episode_id: uuid::Uuid::new_v4().simple().to_string(),
             is_final,
             status: episode.status.as_str().to_string(),
             answer: episode.answer,
@@ -184,24 +195,8 @@ impl Runner {
             error: episode.error,
             run_id: spec.run_id.clone(),
         };
-        let score_row = ScoreRow {
-            query_id: query.query_id.clone(),
-            task: query.task.clone(),
-            attempt,
-            is_final,
-            extracted: scored.extracted,
-            dimensions: scored.dimensions.map(|d| serde_json::to_string(&d).unwrap_or_default()),
-            score: scored.score,
-            completed: scored.completed,
-            judge_model: Some(spec.judge_model.clone()),
-            judge_calls: scored.judge_calls as i32,
-            judge_seed: spec.judge.seed.map(|s| s as i64),
-            judge_temperature: spec.judge.temperature.map(f64::from),
-            error: scored.error,
-            finished_at,
-            run_id: spec.run_id.clone(),
-        };
-        Finished { episode: episode_row, score: score_row }
+        let score = (!scored.unavailable).then(|| score_row(&spec.primary_judging(), &episode_row, scored, finished_at));
+        Finished { episode: episode_row, score }
     }
 
     /// Runs a shard and commits its rows; returns them once they are durable.
@@ -224,7 +219,7 @@ impl Runner {
         .await;
         let mut txn = self.lake.txn();
         let episodes: Vec<EpisodeRow> = finished.iter().map(|f| f.episode.clone()).collect();
-        let scores: Vec<ScoreRow> = finished.iter().map(|f| f.score.clone()).collect();
+        let scores: Vec<ScoreRow> = finished.iter().filter_map(|f| f.score.clone()).collect();
         // Scores are staged first so they become visible first: an episode
         // a reader can see always has its score.
         let written = async {

@@ -1,18 +1,20 @@
-//! The worker loop: take a job from the queue (an episode shard, or a
-//! partition to embed), run it, commit its rows to the lake, and only then
-//! acknowledge it.
+//! The worker loop: take a job from the queue (an episode shard, a judge
+//! shard, a unit of an ingestion, a partition to embed), run it, commit its
+//! rows to the lake, and only then acknowledge it.
 //!
 //! What can go wrong, and what happens:
 //! - the worker dies or hangs: its deliveries are unacknowledged, and the
 //!   broker (on the lost connection or missed heartbeats) or the in-process
 //!   queue (on drop) delivers them again;
-//! - a shard runs past the job deadline, or its commit fails (the object
-//!   store is down): it is requeued, and dead-lettered past the delivery
-//!   limit;
-//! - a message that cannot be read, or names a run the lake does not have:
+//! - a job runs past the job deadline, or its commit fails (the object
+//!   store is down), or its model endpoint does: it is requeued; its last
+//!   allowed delivery is dead-lettered with the error instead;
+//! - a message that cannot be read, or names a run, judging or ingestion
+//!   the lake does not have, or a release file that cannot be read:
 //!   dead-lettered at once with the reason;
 //! - a redelivered shard whose rows were committed before the worker died:
-//!   queries that already have their attempt's final result are skipped, so
+//!   queries that already have their attempt's final result are skipped
+//!   (and episodes that already have their score, for a judge shard), so
 //!   readers see one final result per query (and [`crate::runs`] resolves
 //!   any duplicate a race leaves deterministically).
 
@@ -23,11 +25,14 @@ use std::time::Duration;
 use datafusion::prelude::{col, lit};
 use some_jobs::embed::Embedder as _;
 use some_jobs::progress::Progress;
-use some_schemas::{EpisodeRow, Job, JobKind, JobMessage, QueryAttempt};
+use some_schemas::{EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, QueryId};
 use tokio::sync::{Mutex, Semaphore, watch};
 
 use crate::embed::MiniLm;
 use crate::embedding::{EmbedPartition, embed_partition};
+use crate::error::Error;
+use crate::ingestion::{UnitError, UnitOutcome, run_unit};
+use crate::judging::{JudgeRunner, load_judging};
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Delivery, Queue};
@@ -37,21 +42,32 @@ use crate::runs::load_run;
 /// How a worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Shards in flight at once (and the queue prefetch).
+    /// Jobs of each kind in flight at once (and the queue prefetch).
     pub concurrency: usize,
-    /// A shard not committed by then is abandoned and requeued.
+    /// A job not committed by then is abandoned and requeued.
     pub deadline: Duration,
     pub client: ClientSettings,
     /// CPU threads of built-in models.
     pub threads: usize,
 }
 
-/// Why a shard did not complete.
-enum ShardError {
-    /// Trying again cannot help (the run is unknown): dead-letter.
+/// Why a job did not complete.
+#[derive(Debug)]
+enum JobError {
+    /// Trying again cannot help (an unknown run, an unreadable file):
+    /// dead-letter.
     Permanent(String),
     /// Trying again may (an endpoint or the store was down): requeue.
     Transient(String),
+}
+
+impl From<Error> for JobError {
+    fn from(e: Error) -> JobError {
+        match e {
+            Error::Unknown(_) | Error::Input(_) => JobError::Permanent(e.to_string()),
+            other => JobError::Transient(other.to_string()),
+        }
+    }
 }
 
 /// A run's runner and the spec it was built from.
@@ -64,6 +80,8 @@ pub struct Worker {
     /// A runner per run and endpoints (a rerun may move them): its models
     /// and queries load once.
     runners: Mutex<HashMap<String, RunnerFor>>,
+    /// A judge per judging and endpoints, likewise.
+    judges: Mutex<HashMap<String, Arc<JudgeRunner>>>,
     progress: Arc<dyn Progress>,
     /// The built-in embedder, loaded by the first embedding job.
     embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
@@ -71,7 +89,15 @@ pub struct Worker {
 
 impl Worker {
     pub fn new(lake: Lake, queue: Arc<dyn Queue>, config: WorkerConfig, progress: Arc<dyn Progress>) -> Arc<Worker> {
-        Arc::new(Worker { lake, queue, config, runners: Mutex::new(HashMap::new()), progress, embedder: tokio::sync::OnceCell::new() })
+        Arc::new(Worker {
+            lake,
+            queue,
+            config,
+            runners: Mutex::new(HashMap::new()),
+            judges: Mutex::new(HashMap::new()),
+            progress,
+            embedder: tokio::sync::OnceCell::new(),
+        })
     }
 
     /// Consumes jobs of `kind` until `stop` turns true, reconnecting when
@@ -118,42 +144,32 @@ impl Worker {
     }
 
     async fn handle(&self, delivery: Delivery) {
-        let settled = match JobMessage::from_bytes(&delivery.body) {
-            Err(e) => {
-                tracing::error!(error = %e, "dead-lettering a message");
-                delivery.dead_letter(&e).await
-            }
-            Ok(JobMessage { job: Job::Episodes { run_id, shard_id, queries }, .. }) => {
-                let outcome =
-                    tokio::time::timeout(self.config.deadline, self.run_shard(run_id.0, queries, delivery.delivery_count > 0)).await;
-                match outcome {
-                    Ok(Ok(())) => delivery.ack().await,
-                    Ok(Err(ShardError::Permanent(e))) => {
-                        tracing::error!(shard = %shard_id, error = %e, "dead-lettering a shard");
-                        delivery.dead_letter(&format!("shard {shard_id}: {e}")).await
-                    }
-                    Ok(Err(ShardError::Transient(e))) => {
-                        tracing::warn!(shard = %shard_id, error = %e, "shard failed; requeueing");
-                        delivery.retry().await
-                    }
-                    Err(_) => {
-                        tracing::warn!(shard = %shard_id, deadline = ?self.config.deadline, "shard past its deadline; requeueing");
-                        delivery.retry().await
-                    }
-                }
-            }
-            Ok(JobMessage { job: Job::Embed { collection, model, partition }, .. }) => {
-                match self.embed(&collection, &model, &partition).await {
-                    Ok(()) => delivery.ack().await,
-                    Err(ShardError::Permanent(e)) => delivery.dead_letter(&format!("embedding {partition}: {e}")).await,
-                    Err(ShardError::Transient(e)) => {
-                        tracing::warn!(partition, error = %e, "embedding failed; requeueing");
-                        delivery.retry().await
-                    }
-                }
-            }
+        let (label, outcome) = match JobMessage::from_bytes(&delivery.body) {
+            Err(e) => (None, Err(JobError::Permanent(e))),
             Ok(JobMessage { job, .. }) => {
-                delivery.dead_letter(&format!("{:?} jobs are not run by this version's workers", job.kind())).await
+                let redelivered = delivery.delivery_count > 0;
+                let outcome = match tokio::time::timeout(self.config.deadline, self.run_job(&job, redelivered)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(JobError::Transient(format!("past its deadline of {} s", self.config.deadline.as_secs()))),
+                };
+                (Some(job.label()), outcome)
+            }
+        };
+        let named = |e: &str| label.as_ref().map_or_else(|| e.to_string(), |l| format!("{l}: {e}"));
+        let settled = match outcome {
+            Ok(()) => delivery.ack().await,
+            Err(JobError::Permanent(e)) => {
+                tracing::error!(error = %named(&e), "dead-lettering a job");
+                delivery.dead_letter(&named(&e)).await
+            }
+            Err(JobError::Transient(e)) if delivery.is_last_try() => {
+                let reason = named(&format!("gave up after {} deliveries: {e}", delivery.delivery_count + 1));
+                tracing::error!(error = %reason, "dead-lettering a job");
+                delivery.dead_letter(&reason).await
+            }
+            Err(JobError::Transient(e)) => {
+                tracing::warn!(error = %named(&e), "job failed; requeueing");
+                delivery.retry().await
             }
         };
         if let Err(e) = settled {
@@ -162,31 +178,47 @@ impl Worker {
         }
     }
 
+    async fn run_job(&self, job: &Job, redelivered: bool) -> Result<(), JobError> {
+        match job {
+            Job::Episodes { run_id, queries, .. } => self.run_shard(run_id.as_str(), queries, redelivered).await,
+            Job::Judge { run_id, judging, query_ids, .. } => self.judge_shard(run_id.as_str(), judging, query_ids).await,
+            Job::Ingest { ingestion, unit } => match run_unit(&self.lake, ingestion, *unit).await {
+                Ok(outcome) => {
+                    self.progress.advance(1);
+                    if let UnitOutcome::Committed(record) = outcome {
+                        tracing::info!(ingestion, rows = record.rows, parts = record.parts, "ingestion committed");
+                    }
+                    Ok(())
+                }
+                Err(UnitError::Permanent(e)) => Err(JobError::Permanent(e)),
+                Err(UnitError::Transient(e)) => Err(JobError::Transient(e.to_string())),
+            },
+            Job::Embed { collection, model, partition } => self.embed(collection, model, partition).await,
+        }
+    }
+
     /// Embeds one partition with the built-in embedder (loaded once).
-    async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<(), ShardError> {
-        let part = EmbedPartition::parse(partition).map_err(ShardError::Permanent)?;
+    async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<(), JobError> {
+        let part = EmbedPartition::parse(partition).map_err(JobError::Permanent)?;
         if part.name().split('/').next() != Some(collection) {
-            return Err(ShardError::Permanent(format!("partition {partition} is not of collection {collection}")));
+            return Err(JobError::Permanent(format!("partition {partition} is not of collection {collection}")));
         }
         let embedder = self
             .embedder
             .get_or_try_init(|| async { MiniLm::load_installed().map(Arc::new) })
             .await
-            .map_err(|e| ShardError::Permanent(e.to_string()))?;
+            .map_err(|e| JobError::Permanent(e.to_string()))?;
         if embedder.model() != model {
-            return Err(ShardError::Permanent(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
+            return Err(JobError::Permanent(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
         }
         embed_partition(&self.lake, embedder.as_ref(), &part, self.progress.as_ref())
             .await
             .map(drop)
-            .map_err(|e| ShardError::Transient(e.to_string()))
+            .map_err(|e| JobError::Transient(e.to_string()))
     }
 
-    async fn runner(&self, run_id: &str) -> Result<Option<RunnerFor>, ShardError> {
-        let (spec, cancelled) = load_run(&self.lake, run_id).await.map_err(|e| {
-            let message = e.to_string();
-            if message.starts_with("unknown run") { ShardError::Permanent(message) } else { ShardError::Transient(message) }
-        })?;
+    async fn runner(&self, run_id: &str) -> Result<Option<RunnerFor>, JobError> {
+        let (spec, cancelled) = load_run(&self.lake, run_id).await?;
         if cancelled {
             return Ok(None);
         }
@@ -197,27 +229,63 @@ impl Worker {
         }
         let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
             .await
-            .map_err(|e| ShardError::Permanent(format!("cannot set up run {run_id}: {e}")))?;
+            .map_err(|e| JobError::Permanent(format!("cannot set up run {run_id}: {e}")))?;
         let entry = (Arc::new(runner), Arc::new(spec));
         runners.insert(key, entry.clone());
         Ok(Some(entry))
     }
 
-    async fn run_shard(&self, run_id: String, queries: Vec<QueryAttempt>, redelivered: bool) -> Result<(), ShardError> {
-        let run_id = run_id.as_str();
+    async fn run_shard(&self, run_id: &str, queries: &[QueryAttempt], redelivered: bool) -> Result<(), JobError> {
         let Some((runner, spec)) = self.runner(run_id).await? else {
             tracing::info!(run = run_id, "run cancelled: dropping its shard");
             return Ok(());
         };
         let mut todo: Vec<(String, i32)> = queries.iter().map(|q| (q.query_id.0.clone(), q.attempt)).collect();
         if redelivered {
-            let done = self.already_final(run_id, &todo).await.map_err(ShardError::Transient)?;
+            let done = self.already_final(run_id, &todo).await.map_err(JobError::Transient)?;
             todo.retain(|(q, a)| !done.contains(&(q.clone(), *a)));
         }
         if todo.is_empty() {
             return Ok(());
         }
-        runner.run_shard(&spec, &todo, self.progress.as_ref()).await.map(|_| ()).map_err(|e| ShardError::Transient(e.to_string()))
+        runner.run_shard(&spec, &todo, self.progress.as_ref()).await.map(|_| ()).map_err(|e| JobError::Transient(e.to_string()))
+    }
+
+    /// Scores the final episodes of a judge shard that its judging has no
+    /// score for yet; fails (to be tried again) if the judge could not be
+    /// reached for some, after committing the others.
+    async fn judge_shard(&self, run_id: &str, judging: &str, query_ids: &[QueryId]) -> Result<(), JobError> {
+        let (spec, cancelled) = load_judging(&self.lake, run_id, judging).await?;
+        if cancelled {
+            tracing::info!(run = run_id, "run cancelled: dropping its judge shard");
+            return Ok(());
+        }
+        let key = format!("{run_id} {judging} {:?}", spec.judge_endpoints);
+        let judge = {
+            let mut judges = self.judges.lock().await;
+            match judges.get(&key) {
+                Some(j) => j.clone(),
+                None => {
+                    let judge = JudgeRunner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
+                        .await
+                        .map_err(|e| JobError::Permanent(format!("cannot set up judging {judging} of run {run_id}: {e}")))?;
+                    judges.entry(key).or_insert(Arc::new(judge)).clone()
+                }
+            }
+        };
+        let ids: Vec<String> = query_ids.iter().map(|q| q.0.clone()).collect();
+        let done = judge
+            .judge_shard(&spec, &ids, self.config.client.concurrency, self.progress.as_ref())
+            .await
+            .map_err(|e| JobError::Transient(e.to_string()))?;
+        if done.unavailable > 0 {
+            return Err(JobError::Transient(format!(
+                "the judge could not score {} episodes: {}",
+                done.unavailable,
+                done.first_error.unwrap_or_default()
+            )));
+        }
+        Ok(())
     }
 
     /// Which (query, attempt) pairs of a shard already have a final result.

@@ -1,4 +1,5 @@
-//! Filling the lake: queries, synthetic worlds and real releases.
+//! Filling the lake: queries and synthetic worlds (real releases go
+//! through [`crate::ingestion`], one job per unit).
 //!
 //! Every function here writes through one [`Txn`](crate::lake::Txn): the
 //! lake shows all of an import or none of it.
@@ -13,7 +14,7 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 use some_jobs::progress::Progress;
-use some_jobs::release::{Release, ReleasePart, ReleaseWriter};
+use some_jobs::release::ReleaseWriter;
 use some_jobs::synth::World;
 use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryRow, RefPostRow, Row, TableDef, UserRow};
 
@@ -79,7 +80,7 @@ pub async fn world_posts(lake: &Lake) -> Result<u64> {
 }
 
 /// Refuses to add a second world to a lake unless asked to replace it.
-async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
+pub(crate) async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     let posts = world_posts(lake).await?;
     if posts > 0 && !replace {
         return Err(Error::Other(format!(
@@ -90,15 +91,22 @@ async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the current world tables' files; called just before a new
-/// world's transaction commits.
-async fn delete_world(lake: &Lake) -> Result<()> {
+/// Deletes the world tables' files, except those of transaction `keep`
+/// (the world replacing them, already moved in).
+pub(crate) async fn delete_world(lake: &Lake, keep: Option<&str>) -> Result<()> {
+    let keep = keep.map(|id| format!("part-{id}-"));
     for table in WORLD_TABLES {
         let prefix = lake.path(table);
         let files: Vec<_> =
             lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
         for file in files {
-            lake.store().delete(&file).await.map_err(Error::store("delete", &file))?;
+            if keep.as_deref().is_some_and(|k| file.filename().is_some_and(|name| name.starts_with(k))) {
+                continue;
+            }
+            match lake.store().delete(&file).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(Error::store("delete", &file)(e)),
+            }
         }
     }
     Ok(())
@@ -106,7 +114,7 @@ async fn delete_world(lake: &Lake) -> Result<()> {
 
 async fn finish(lake: &Lake, txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
     if replace {
-        delete_world(lake).await?;
+        delete_world(lake, None).await?;
     }
     let committed = txn.commit().await?;
     Ok(ImportReport {
@@ -233,44 +241,4 @@ fn write_release_unit(release: &ReleaseWriter, world: &World, source: PostSource
         }
     }
     Ok(())
-}
-
-/// Reads a release tree into the lake, file by file. A bad file aborts the
-/// whole import; nothing of it becomes visible.
-pub async fn ingest_release(lake: &Lake, root: &Path, replace: bool, progress: &dyn Progress) -> Result<ImportReport> {
-    guard_world(lake, replace).await?;
-    let started = Instant::now();
-    let release = Release::open(root)?;
-    progress.phase("release files", Some(release.files.len() as u64));
-    let mut txn = lake.txn();
-    let mut ref_posts = Vec::new();
-    for file in release.files.clone() {
-        let read = tokio::task::spawn_blocking(move || Release::read(&file)).await.map_err(|e| Error::Other(e.to_string()))?;
-        let part: ReleasePart = match read {
-            Ok(p) => p,
-            Err(e) => {
-                txn.abort().await?;
-                return Err(e.into());
-            }
-        };
-        ref_posts.extend(part.ref_posts);
-        let result = async {
-            txn.write_rows(part.posts).await?;
-            txn.write_rows(part.users).await?;
-            txn.write_rows(part.knowledge).await?;
-            txn.write_rows(part.embeddings).await
-        }
-        .await;
-        if let Err(e) = result {
-            txn.abort().await?;
-            return Err(e);
-        }
-        progress.advance(1);
-    }
-    if let Err(e) = txn.write_rows(ref_posts).await {
-        txn.abort().await?;
-        return Err(e);
-    }
-    progress.finish();
-    finish(lake, txn, replace, started).await
 }

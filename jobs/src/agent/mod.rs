@@ -109,6 +109,12 @@ impl EpisodeStatus {
             EpisodeStatus::QueryError => "query_error",
         }
     }
+
+    pub fn parse(s: &str) -> Option<EpisodeStatus> {
+        [EpisodeStatus::Answered, EpisodeStatus::BudgetExhausted, EpisodeStatus::ModelError, EpisodeStatus::QueryError]
+            .into_iter()
+            .find(|status| status.as_str() == s)
+    }
 }
 
 /// What an episode produced.

@@ -13,7 +13,8 @@ use crate::error::InputError;
 use crate::json::{describe, read_json, type_name};
 
 /// One file of a release and what it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ReleaseFile {
     Raw { path: PathBuf, day: String, location: String },
     Topic { path: PathBuf, topic: String },
@@ -48,6 +49,17 @@ pub struct ReleasePart {
     pub ref_posts: Vec<RefPostRow>,
     pub knowledge: Vec<KnowledgeRow>,
     pub embeddings: Vec<EmbeddingRow>,
+}
+
+impl ReleasePart {
+    /// Adds the rows of another part.
+    pub fn extend(&mut self, other: ReleasePart) {
+        self.posts.extend(other.posts);
+        self.users.extend(other.users);
+        self.ref_posts.extend(other.ref_posts);
+        self.knowledge.extend(other.knowledge);
+        self.embeddings.extend(other.embeddings);
+    }
 }
 
 /// A release tree, checked for completeness.

@@ -59,6 +59,9 @@ pub struct Scored {
     pub judge_calls: u32,
     pub usage: Usage,
     pub error: Option<String>,
+    /// The judge model could not be called (its endpoint failed past its
+    /// retries): this is no verdict, and is not recorded as one.
+    pub unavailable: bool,
 }
 
 /// The judge, with its settings and accounting.
@@ -88,6 +91,7 @@ impl Judge<'_> {
                 }
                 Err(e) => {
                     scored.error = Some(e.to_string());
+                    scored.unavailable = true;
                     return None;
                 }
             }

@@ -128,3 +128,31 @@ fn a_zero_score_is_completed_only_if_the_answer_was_an_attempt() {
     let s = run(&judge, &query("SMQ", None, Some("成毅")), Some("运行错误"));
     assert_eq!((s.score, s.completed), (0.0, false));
 }
+
+/// A judge whose endpoint is down.
+struct Unreachable;
+
+#[async_trait::async_trait]
+impl ChatModel for Unreachable {
+    fn name(&self) -> &str {
+        "judge"
+    }
+    async fn chat(&self, _: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        Err(ModelError::Transient { endpoint: "http://127.0.0.1:9/v1".into(), message: "connection refused".into() })
+    }
+}
+
+#[test]
+fn an_unreachable_judge_gives_no_verdict() {
+    let settings = JudgeSettings::default();
+    let judge = Judge { model: &Unreachable, settings: &settings };
+    for q in [query("SMQ", None, Some("成毅")), query("UBP", Some("是"), None)] {
+        let s = futures::executor::block_on(score(&judge, &q, "问题", Some("这个问题不好说，可能吧")));
+        assert!(s.unavailable, "{}: {s:?}", q.task);
+        assert_eq!(s.judge_calls, 1, "{}: a failed call is not asked again", q.task);
+        assert!(s.error.as_deref().is_some_and(|e| e.contains("connection refused")), "{s:?}");
+    }
+    // A judge that answers, however badly, is a verdict.
+    let s = run(&ScriptedJudge::new(&["嗯", "嗯", "嗯", "嗯"]), &query("SMQ", None, Some("成毅")), Some("不知道"));
+    assert!(!s.unavailable);
+}

@@ -3,14 +3,23 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use some_schemas::PRIMARY_JUDGING;
 use some_workers::Lake;
 use some_workers::compare::{compare, regressions};
+use some_workers::judging::load_judging;
 use some_workers::runs::{compact, read_run};
 
 #[derive(Debug, Args)]
 pub struct Compare {
     pub run_id: String,
     pub baseline: String,
+    /// Read the run's scores under this judging.
+    #[arg(long, default_value = PRIMARY_JUDGING)]
+    pub judging: String,
+    /// Read the baseline's scores under this judging (the same run under
+    /// two judgings compares the judges).
+    #[arg(long, default_value = PRIMARY_JUDGING)]
+    pub baseline_judging: String,
     /// Fail when a task's score or TCR drops by more than this many points.
     #[arg(long, default_value_t = 5.0)]
     pub threshold: f64,
@@ -23,16 +32,20 @@ pub struct Compare {
 
 impl Compare {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        // Both must be known runs; an unknown id is an error, not an empty diff.
-        some_workers::runs::load_run(lake, &self.run_id).await?;
-        some_workers::runs::load_run(lake, &self.baseline).await?;
-        let run = read_run(lake, &self.run_id).await?.finals();
-        let baseline = read_run(lake, &self.baseline).await?.finals();
+        // Both must be known runs and judgings; an unknown one is an error,
+        // not an empty diff.
+        load_judging(lake, &self.run_id, &self.judging).await?;
+        load_judging(lake, &self.baseline, &self.baseline_judging).await?;
+        let run = read_run(lake, &self.run_id).await?.finals(&self.judging);
+        let baseline = read_run(lake, &self.baseline).await?.finals(&self.baseline_judging);
         let deltas = compare(&run, &baseline, self.resamples, self.seed);
         if deltas.is_empty() {
             anyhow::bail!("runs {} and {} have no finished query in common", self.run_id, self.baseline);
         }
-        println!("{} vs baseline {} (paired over common queries; 95% bootstrap intervals)", self.run_id, self.baseline);
+        println!(
+            "{} (judging {}) vs baseline {} (judging {}), paired over common queries; 95% bootstrap intervals",
+            self.run_id, self.judging, self.baseline, self.baseline_judging
+        );
         println!(
             "{:<5} {:>6} {:>8} {:>8} {:>8} {:>18} {:>8} {:>8} {:>8} {:>18}",
             "task", "paired", "score_b", "score", "delta", "interval", "tcr_b", "tcr", "delta", "interval"

@@ -21,7 +21,7 @@ use some_workers::runs::plan_queries;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::progress::Bars;
-use super::run::{DEFAULT_MODEL, ExecFlags, Run};
+use super::run::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags, Run};
 
 #[derive(Debug, Args)]
 pub struct Demo {
@@ -97,10 +97,7 @@ impl Demo {
             sample_seed: 0,
             model: self.model.clone(),
             endpoints: vec![endpoint],
-            judge_model: None,
-            judge_endpoints: Vec::new(),
-            judge_temperature: 0.0,
-            judge_seed: 0,
+            judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0 },
             protocol: some_jobs::agent::Protocol::Text,
             max_llm_calls: self.max_llm_calls,
             max_input_tokens: 6_000,
@@ -114,14 +111,12 @@ impl Demo {
             html: None,
             wait: false,
             flags: ExecFlags {
-                queue: "memory".into(),
+                jobs: QueueFlags { queue: "memory".into(), concurrency: 1, deadline: 3600 },
                 calls: 2,
                 timeout: 600,
                 retries: 2,
                 cache: None,
                 threads,
-                concurrency: 1,
-                deadline: 3600,
             },
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;

@@ -1,15 +1,18 @@
-//! `some ingest queries|release`.
+//! `some ingest queries|release|status|resume|abort`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Subcommand;
 use some_jobs::ingest::queries;
 use some_schemas::Task;
-use some_workers::Lake;
-use some_workers::world::{ingest_queries, ingest_release};
+use some_workers::world::ingest_queries;
+use some_workers::{Lake, coordinator, ingestion};
 
 use super::progress::Bars;
+use super::run::QueueFlags;
 
 #[derive(Debug, Subcommand)]
 pub enum Ingest {
@@ -21,14 +24,33 @@ pub enum Ingest {
         dir: Option<PathBuf>,
     },
     /// Import a SoMe release (`database/raw_data`, `topic_data`, `user_data`,
-    /// `post_data`, `knowledge_data`, `emb_data`).
+    /// `post_data`, `knowledge_data`, `emb_data`), one job per unit of files
+    /// that fill one partition, all committed together. With a broker, the
+    /// jobs go to compute workers (which must see DIR at the same path).
     Release {
         /// The release root (the `database` folder or its parent).
         dir: PathBuf,
         /// Replace the world the lake already holds.
         #[arg(long)]
         replace: bool,
+        /// With a broker: wait until the ingestion commits or a unit fails.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        flags: QueueFlags,
     },
+    /// What an ingestion has staged, what failed and why, whether it committed.
+    Status { id: String },
+    /// Publish the units of an ingestion that are not done (after fixing a
+    /// file that failed).
+    Resume {
+        id: String,
+        /// The broker to publish to (amqp://...).
+        #[arg(long, env = "SOME_QUEUE")]
+        queue: String,
+    },
+    /// Delete what an uncommitted ingestion staged.
+    Abort { id: String },
 }
 
 impl Ingest {
@@ -50,18 +72,81 @@ impl Ingest {
                 println!("read {} queries ({})", report.added + report.skipped, per_task.join(", "));
                 println!("added {}, already present {}, into {}", report.added, report.skipped, lake.location());
             }
-            Ingest::Release { dir, replace } => {
-                let report = ingest_release(lake, &dir, replace, &Bars::new()).await?;
+            Ingest::Release { dir, replace, wait, flags } => {
+                if flags.queue == "memory" {
+                    let report = coordinator::ingest_in_process(lake, &dir, replace, flags.worker(), Arc::new(Bars::new())).await?;
+                    println!(
+                        "imported {} rows in {} files ({:.1} MB) from {} in {:.1} s",
+                        report.added,
+                        report.files,
+                        report.bytes as f64 / 1e6,
+                        dir.display(),
+                        report.seconds
+                    );
+                    return Ok(ExitCode::SUCCESS);
+                }
+                let queue = some_workers::queue::open(&flags.queue).await?;
+                let manifest = ingestion::plan(lake, &dir, replace).await?;
+                let units: Vec<u32> = (0..manifest.units.len() as u32).collect();
+                ingestion::publish(queue.as_ref(), &manifest.id, &units).await?;
                 println!(
-                    "imported {} rows in {} files ({:.1} MB) from {} in {:.1} s",
-                    report.added,
-                    report.files,
-                    report.bytes as f64 / 1e6,
-                    dir.display(),
-                    report.seconds
+                    "ingestion {}: {} units published for `some worker --kind compute`; follow with `some ingest status {}`",
+                    manifest.id,
+                    units.len(),
+                    manifest.id
                 );
+                if wait {
+                    return wait_for(lake, &manifest.id).await;
+                }
+            }
+            Ingest::Status { id } => {
+                let status = ingestion::status(lake, &id).await?;
+                print!("{}", describe(&status));
+            }
+            Ingest::Resume { id, queue } => {
+                let queue = some_workers::queue::open(&queue).await?;
+                let jobs = ingestion::resume(lake, queue.as_ref(), &id).await?;
+                if jobs == 0 {
+                    println!("ingestion {id} is committed: nothing to resume");
+                } else {
+                    println!("ingestion {id}: published {jobs} jobs");
+                }
+            }
+            Ingest::Abort { id } => {
+                ingestion::abort(lake, &id).await?;
+                println!("ingestion {id}: staged files and records deleted");
             }
         }
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn describe(status: &ingestion::IngestionStatus) -> String {
+    let m = &status.manifest;
+    let mut out = format!("ingestion {} of {}{}\n", m.id, m.root.display(), if m.replace { " (replacing the world)" } else { "" });
+    out.push_str(&format!("{} of {} units staged, {} failed\n", status.done, m.units.len(), status.failed.len()));
+    for (unit, error) in &status.failed {
+        out.push_str(&format!("failed: unit {unit}: {error}\n"));
+    }
+    match &status.committed {
+        Some(c) => out.push_str(&format!("committed: {} rows in {} part files ({:.1} MB)\n", c.rows, c.parts, c.bytes as f64 / 1e6)),
+        None if !status.failed.is_empty() => out.push_str(&format!(
+            "nothing is visible: fix the failed files, then `some ingest resume {}` (or `some ingest abort {}`)\n",
+            m.id, m.id
+        )),
+        None => out.push_str("nothing is visible until every unit is staged\n"),
+    }
+    out
+}
+
+/// Polls until the ingestion commits (success) or a unit fails.
+async fn wait_for(lake: &Lake, id: &str) -> anyhow::Result<ExitCode> {
+    loop {
+        let status = ingestion::status(lake, id).await?;
+        if status.committed.is_some() || !status.failed.is_empty() {
+            print!("{}", describe(&status));
+            return Ok(if status.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -6,6 +6,7 @@ mod compare;
 mod demo;
 mod embed;
 mod ingest;
+mod judge;
 mod llm;
 mod mcp;
 mod models;
@@ -45,13 +46,15 @@ pub enum Command {
     Run(run::Run),
     /// Run the queries of a run that have no final result.
     Rerun(run::Rerun),
+    /// Score a run's final episodes again or under another judge (judge jobs).
+    Judge(judge::JudgeCmd),
     /// A run's scores and completion rates beside the paper's.
     Report(run::Report),
     /// A run's progress per task, failures by cause, throughput and ETA.
     Status(status::Status),
     /// Stop a run: workers drop its remaining shards.
     Cancel(status::Cancel),
-    /// Consume and run shards from a broker.
+    /// Consume and run jobs from a broker.
     Worker(status::WorkerCmd),
     /// Per-task deltas against a baseline run; fails on a regression.
     Compare(compare::Compare),
@@ -87,6 +90,7 @@ impl Cli {
             Command::Demo(cmd) => cmd.run(&open(lake).await?).await,
             Command::Run(cmd) => cmd.run(&open(lake).await?).await,
             Command::Rerun(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Judge(cmd) => cmd.run(&open(lake).await?).await,
             Command::Report(cmd) => cmd.run(&open(lake).await?).await,
             Command::Status(cmd) => cmd.run(&open(lake).await?).await,
             Command::Cancel(cmd) => cmd.run(&open(lake).await?).await,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use some_jobs::agent::{AgentSettings, Protocol};
 use some_jobs::tools::ToolSettings;
-use some_schemas::Task;
+use some_schemas::{PRIMARY_JUDGING, RunEvent, Task};
 use some_workers::Lake;
 use some_workers::coordinator;
 use some_workers::llm::ClientSettings;
@@ -25,13 +25,41 @@ use super::progress::Bars;
 /// The default agent and judge: the larger built-in chat model.
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
-/// Where shards go and how they run: shared by run, rerun and worker.
+/// Where jobs go and how many run at once: shared by every command that
+/// makes or takes jobs.
 #[derive(Debug, Args)]
-pub struct ExecFlags {
-    /// `memory` runs the shards on this process; an AMQP URL
+pub struct QueueFlags {
+    /// `memory` runs the jobs on this process; an AMQP URL
     /// (amqp://user:pass@host:5672/vhost) publishes them for `some worker`s.
     #[arg(long, env = "SOME_QUEUE", default_value = "memory")]
     pub queue: String,
+    /// Jobs in flight at once on this process, per job kind (the queue
+    /// prefetch).
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Seconds a job may take before it is abandoned and requeued.
+    #[arg(long, default_value_t = 1800)]
+    pub deadline: u64,
+}
+
+impl QueueFlags {
+    /// A worker's settings, with default model client settings (for jobs
+    /// that call no model).
+    pub fn worker(&self) -> WorkerConfig {
+        self.worker_with(ClientSettings::default(), 1)
+    }
+
+    fn worker_with(&self, client: ClientSettings, threads: usize) -> WorkerConfig {
+        WorkerConfig { concurrency: self.concurrency, deadline: Duration::from_secs(self.deadline), client, threads }
+    }
+}
+
+/// Where jobs go, and how their model calls are made: shared by run,
+/// rerun, judge and worker.
+#[derive(Debug, Args)]
+pub struct ExecFlags {
+    #[command(flatten)]
+    pub jobs: QueueFlags,
     /// Model calls in flight, and episodes of one shard at once.
     #[arg(long, default_value_t = 8)]
     pub calls: usize,
@@ -47,22 +75,11 @@ pub struct ExecFlags {
     /// CPU threads of a built-in model.
     #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
     pub threads: usize,
-    /// Shards in flight at once on this process (the queue prefetch).
-    #[arg(long, default_value_t = 2)]
-    pub concurrency: usize,
-    /// Seconds a shard may take before it is abandoned and requeued.
-    #[arg(long, default_value_t = 1800)]
-    pub deadline: u64,
 }
 
 impl ExecFlags {
     pub fn worker(&self) -> WorkerConfig {
-        WorkerConfig {
-            concurrency: self.concurrency,
-            deadline: Duration::from_secs(self.deadline),
-            client: self.client(),
-            threads: self.threads,
-        }
+        self.jobs.worker_with(self.client(), self.threads)
     }
 
     fn client(&self) -> ClientSettings {
@@ -73,6 +90,38 @@ impl ExecFlags {
             cache: self.cache.clone(),
             ..Default::default()
         }
+    }
+}
+
+/// Who judges: a run's judge, or a new judging's.
+#[derive(Debug, Args)]
+pub struct JudgeFlags {
+    /// The judge model (for a run, the agent model if not given).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// The judge's endpoints, repeatable (if not given, those of the model
+    /// it defaults to, when it is that model).
+    #[arg(long = "judge-endpoint")]
+    pub judge_endpoints: Vec<String>,
+    /// Judge sampling temperature and seed (recorded with every score).
+    #[arg(long, default_value_t = 0.0)]
+    pub judge_temperature: f32,
+    #[arg(long, default_value_t = 0)]
+    pub judge_seed: u64,
+}
+
+impl JudgeFlags {
+    /// The judge model and its endpoints: as given, else `model` at
+    /// `endpoints`.
+    pub fn judge(&self, model: &str, endpoints: &[String]) -> (String, Vec<String>) {
+        let judge = self.judge_model.clone().unwrap_or_else(|| model.to_string());
+        let judge_endpoints =
+            if self.judge_endpoints.is_empty() && judge == model { endpoints.to_vec() } else { self.judge_endpoints.clone() };
+        (judge, judge_endpoints)
+    }
+
+    pub fn settings(&self) -> JudgeSettingsSpec {
+        JudgeSettingsSpec { temperature: Some(self.judge_temperature), seed: Some(self.judge_seed), ..Default::default() }
     }
 }
 
@@ -94,17 +143,8 @@ pub struct Run {
     /// runs the built-in model in this process.
     #[arg(long = "endpoint")]
     pub endpoints: Vec<String>,
-    /// The judge model (the agent model if not given).
-    #[arg(long)]
-    pub judge_model: Option<String>,
-    /// The judge's endpoints (the agent's if not given and the models match).
-    #[arg(long = "judge-endpoint")]
-    pub judge_endpoints: Vec<String>,
-    /// Judge sampling temperature and seed (recorded with every score).
-    #[arg(long, default_value_t = 0.0)]
-    pub judge_temperature: f32,
-    #[arg(long, default_value_t = 0)]
-    pub judge_seed: u64,
+    #[command(flatten)]
+    pub judge: JudgeFlags,
     /// text (the reference's <tool_call> protocol) or native (OpenAI tools).
     #[arg(long, default_value = "text")]
     pub protocol: Protocol,
@@ -158,12 +198,7 @@ impl Run {
         if planned.is_empty() {
             anyhow::bail!("no query of the tasks {:?} is in the lake", self.tasks);
         }
-        let judge_model = self.judge_model.clone().unwrap_or_else(|| self.model.clone());
-        let judge_endpoints = if self.judge_endpoints.is_empty() && judge_model == self.model {
-            self.endpoints.clone()
-        } else {
-            self.judge_endpoints.clone()
-        };
+        let (judge_model, judge_endpoints) = self.judge.judge(&self.model, &self.endpoints);
         Ok(RunSpec {
             run_id: self.run_id.clone().unwrap_or_else(runs::new_run_id),
             model: self.model.clone(),
@@ -180,7 +215,7 @@ impl Run {
                 failing_tools: self.failing_tools,
             },
             tools: ToolSettings { reference_quirks: self.reference_quirks, ..Default::default() },
-            judge: JudgeSettingsSpec { temperature: Some(self.judge_temperature), seed: Some(self.judge_seed), ..Default::default() },
+            judge: self.judge.settings(),
             queries: planned,
             shard_size: self.shard_size.max(1),
             concurrency: self.flags.calls.max(1),
@@ -197,7 +232,7 @@ impl Run {
         // Fail before recording anything if the models cannot be reached.
         some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
         some_workers::llm::check_chat_model(&spec.judge_model, &spec.judge_endpoints)?;
-        runs::record_event(lake, &spec, "submitted").await?;
+        runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         eprintln!("run {}: {} queries, agent {}, judge {}", spec.run_id, spec.queries.len(), spec.model, spec.judge_model);
         let todo: Vec<(String, i32)> = spec.queries.iter().map(|q| (q.clone(), 1)).collect();
         execute(lake, &spec, &todo, &self.flags, html, self.wait).await
@@ -213,8 +248,8 @@ async fn execute(
     html: Option<&Path>,
     wait: bool,
 ) -> anyhow::Result<ExitCode> {
-    if flags.queue != "memory" {
-        let queue = some_workers::queue::open(&flags.queue).await?;
+    if flags.jobs.queue != "memory" {
+        let queue = some_workers::queue::open(&flags.jobs.queue).await?;
         let wave = todo.iter().map(|(_, a)| *a).max().unwrap_or(1) as u32;
         let shards = coordinator::publish_shards(queue.as_ref(), spec, todo, wave).await?;
         eprintln!("published {shards} shards; follow with `some status {} --watch`", spec.run_id);
@@ -231,14 +266,14 @@ async fn execute(
             done = now;
         }
         bars.finish();
-        print_report(lake, &spec.run_id, html).await?;
+        print_report(lake, &spec.run_id, PRIMARY_JUDGING, html).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let started = std::time::Instant::now();
     let dead = coordinator::run_in_process(lake, spec, todo, flags.worker(), Arc::new(Bars::new())).await?;
     let secs = started.elapsed().as_secs_f64();
     eprintln!("{} episodes in {secs:.1} s ({:.2} episodes/s)", todo.len(), todo.len() as f64 / secs.max(1e-9));
-    print_report(lake, &spec.run_id, html).await?;
+    print_report(lake, &spec.run_id, PRIMARY_JUDGING, html).await?;
     if !dead.is_empty() {
         for d in &dead {
             eprintln!("dead-lettered: {}", d.reason);
@@ -290,7 +325,7 @@ impl Rerun {
         eprintln!("run {}: rerunning {} queries", spec.run_id, todo.len());
         if !self.endpoints.is_empty() {
             // Workers read the endpoints from the run's spec.
-            runs::record_event(lake, &spec, "submitted").await?;
+            runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         }
         execute(lake, &spec, &todo, &self.flags, None, self.wait).await
     }
@@ -299,6 +334,9 @@ impl Rerun {
 #[derive(Debug, Args)]
 pub struct Report {
     pub run_id: String,
+    /// Read the scores of this judging of the run.
+    #[arg(long, default_value = PRIMARY_JUDGING)]
+    pub judging: String,
     /// Also write a self-contained HTML report with charts to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
@@ -306,13 +344,14 @@ pub struct Report {
 
 impl Report {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        print_report(lake, &self.run_id, self.html.as_deref()).await?;
+        print_report(lake, &self.run_id, &self.judging, self.html.as_deref()).await?;
         Ok(ExitCode::SUCCESS)
     }
 }
 
-async fn print_report(lake: &Lake, run_id: &str, html: Option<&Path>) -> anyhow::Result<()> {
-    let report = some_workers::report::build(lake, run_id).await?;
+/// Prints a run's report under one of its judgings (and writes it as HTML).
+pub(super) async fn print_report(lake: &Lake, run_id: &str, judging: &str, html: Option<&Path>) -> anyhow::Result<()> {
+    let report = some_workers::report::build(lake, run_id, judging).await?;
     println!("{}", some_workers::report::text(&report));
     if let Some(path) = html {
         std::fs::write(path, some_workers::report::html(&report)).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;

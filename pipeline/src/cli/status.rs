@@ -10,6 +10,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use some_schemas::JobKind;
 use some_workers::Lake;
 use some_workers::coordinator::{RunProgress, progress};
+use some_workers::judging::{JudgingSpec, judgings};
 use some_workers::runs::{load_run, record_event};
 use some_workers::worker::Worker;
 
@@ -30,12 +31,13 @@ impl Status {
             watch(lake, &self.run_id, Duration::from_secs(2)).await?;
         }
         let (spec, cancelled) = load_run(lake, &self.run_id).await?;
-        print!("{}", describe(&self.run_id, &progress(lake, &spec, cancelled).await?));
+        let judgings = judgings(lake, &spec).await?;
+        print!("{}", describe(&self.run_id, &progress(lake, &spec, cancelled).await?, &judgings));
         Ok(ExitCode::SUCCESS)
     }
 }
 
-fn describe(run_id: &str, p: &RunProgress) -> String {
+fn describe(run_id: &str, p: &RunProgress, judgings: &[JudgingSpec]) -> String {
     let mut out = format!("run {run_id}{}\n", if p.cancelled { " (cancelled)" } else { "" });
     out.push_str(&format!("{:<5} {:>8} {:>8} {:>8} {:>8}\n", "task", "planned", "final", "failed", "pending"));
     for (task, t) in &p.tasks {
@@ -50,6 +52,10 @@ fn describe(run_id: &str, p: &RunProgress) -> String {
     ));
     for (cause, n) in &p.failures {
         out.push_str(&format!("failed attempts: {n} × {cause}\n"));
+    }
+    for j in judgings {
+        let scored = p.scored.get(&j.judging).copied().unwrap_or(0);
+        out.push_str(&format!("judging {} ({}): {scored} of {} final results scored\n", j.judging, j.judge_model, p.finished()));
     }
     out
 }
@@ -91,45 +97,60 @@ impl Cancel {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         let (spec, cancelled) = load_run(lake, &self.run_id).await?;
         if !cancelled {
-            record_event(lake, &spec, "cancelled").await?;
+            record_event(lake, &spec, some_schemas::RunEvent::Cancelled).await?;
         }
         println!("run {} cancelled: workers drop its remaining shards; `some rerun` will refuse it", self.run_id);
         Ok(ExitCode::SUCCESS)
     }
 }
 
+/// What a worker process takes from the queues.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum WorkerKind {
+    /// Agent episodes and judging (model calls).
+    Llm,
+    /// Release ingestion and embedding.
+    Compute,
+}
+
+impl WorkerKind {
+    fn jobs(self) -> [JobKind; 2] {
+        match self {
+            WorkerKind::Llm => [JobKind::Episode, JobKind::Judge],
+            WorkerKind::Compute => [JobKind::Ingest, JobKind::Embed],
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct WorkerCmd {
-    /// llm: agent episodes and their scoring; compute: embedding jobs.
-    #[arg(long, default_value = "llm")]
-    pub kind: String,
+    #[arg(long, value_enum, default_value = "llm")]
+    pub kind: WorkerKind,
     #[command(flatten)]
     pub flags: ExecFlags,
 }
 
 impl WorkerCmd {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        let kind = match self.kind.as_str() {
-            "llm" => JobKind::Episode,
-            "compute" => JobKind::Embed,
-            other => anyhow::bail!("unknown worker kind {other:?}: expected llm (episodes) or compute (embedding)"),
-        };
-        if self.flags.queue == "memory" {
+        if self.flags.jobs.queue == "memory" {
             anyhow::bail!("a worker needs a broker: --queue amqp://user:pass@host:5672/vhost (or SOME_QUEUE)");
         }
-        let queue = some_workers::queue::open(&self.flags.queue).await?;
+        let queue = some_workers::queue::open(&self.flags.jobs.queue).await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let worker = Worker::new(lake.clone(), queue, self.flags.worker(), Arc::new(Bars::new()));
-        let running = tokio::spawn(worker.run(kind, stopped));
+        let kinds = self.kind.jobs();
+        let running: Vec<_> = kinds.iter().map(|kind| tokio::spawn(worker.clone().run(*kind, stopped.clone()))).collect();
         eprintln!(
-            "worker {} consuming {} ({} jobs at once); Ctrl-C stops after the jobs in hand",
+            "worker {} consuming {} ({} jobs of each at once); Ctrl-C stops after the jobs in hand",
             some_workers::runner::worker_name(),
-            kind.queue(),
-            self.flags.concurrency
+            kinds.map(|k| k.queue()).join(" and "),
+            self.flags.jobs.concurrency
         );
         tokio::signal::ctrl_c().await?;
         let _ = stop.send(true);
-        let _ = running.await;
+        for r in running {
+            let _ = r.await;
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -11,6 +11,7 @@
 //! users/…  ref_posts/…  knowledge/…  queries/…
 //! episodes/run_id=<run>/…  scores/run_id=<run>/…
 //! _staging/<txn>/…                           files of transactions not yet committed
+//! _ingest/<id>/…                             an ingestion's plan and progress (crate::ingestion)
 //! ```
 //!
 //! Writes go through a [`Txn`]: every file is first written whole under
@@ -195,6 +196,13 @@ impl Lake {
         Txn::new(self.clone())
     }
 
+    /// Stages part files tagged `tag` into the shared transaction `id`
+    /// (made visible by [`Lake::commit_staged`]). A tag names the same files
+    /// every time, so staging the same rows again replaces them.
+    pub fn txn_in(&self, id: &str, tag: &str) -> Txn {
+        Txn::shared(self.clone(), id.to_string(), Some(tag))
+    }
+
     /// Refuses a lake written by another layout version; stamps a new one.
     async fn check_manifest(&self) -> Result<()> {
         let path = self.path(MANIFEST);
@@ -205,8 +213,10 @@ impl Lake {
                     serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{path}: not a lake manifest: {e}")))?;
                 let version = manifest.get("schema_version").and_then(|v| v.as_u64());
                 if version != Some(u64::from(some_schemas::SCHEMA_VERSION)) {
+                    let found = version.map_or_else(|| "no schema version".to_string(), |v| format!("schema version {v}"));
                     return Err(Error::Other(format!(
-                        "{path}: the lake has schema version {version:?}; this build reads version {}",
+                        "the lake at {} has {found} ({path}); this build reads version {}: use another --lake, or the build that wrote it",
+                        self.location,
                         some_schemas::SCHEMA_VERSION
                     )));
                 }

@@ -153,6 +153,31 @@ mod tests {
         assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
+    #[tokio::test]
+    async fn a_shared_transaction_commits_once_however_often_it_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
+        for (tag, docs) in [("u1", vec![knowledge(0), knowledge(1)]), ("u2", vec![knowledge(2)])] {
+            let mut txn = lake.txn_in("ingest-t", tag);
+            txn.write_rows(docs).await.unwrap();
+        }
+        // Staging a unit again replaces its files rather than adding copies.
+        let mut again = lake.txn_in("ingest-t", "u2");
+        again.write_rows(vec![knowledge(2)]).await.unwrap();
+        assert_eq!(again.staged().files.len(), 1);
+        let count =
+            || async { format_batches(&lake.sql("SELECT count(*) AS n FROM knowledge").await.unwrap(), OutputFormat::Csv).unwrap() };
+        assert_eq!(count().await, "n\n0\n", "nothing is visible before the commit");
+
+        let moved = lake.commit_staged("ingest-t").await.unwrap();
+        assert_eq!(moved.len(), 2);
+        assert!(moved.iter().all(|p| p.filename().unwrap().starts_with("part-ingest-t-u")), "{moved:?}");
+        assert_eq!(count().await, "n\n3\n");
+        // A second committer (or a redelivered job) finds nothing left to move.
+        assert!(lake.commit_staged("ingest-t").await.unwrap().is_empty());
+        assert_eq!(count().await, "n\n3\n");
+    }
+
     fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
         entries.flatten().flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] }).collect()
@@ -210,6 +235,15 @@ mod tests {
         let table = TableDef::of::<PostRow>();
         let err = txn.put_part(&table, &["raw".into(), "../x".into()], bytes::Bytes::new(), 0).await.unwrap_err();
         assert_eq!(err.to_string(), "table posts: partition value \"../x\" is not a safe path segment");
+    }
+
+    #[tokio::test]
+    async fn a_lake_of_another_schema_version_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("_lake.json"), r#"{"schema_version": 1}"#).unwrap();
+        let err = Lake::open(&LakeLocation::Local(dir.path().to_path_buf())).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("the lake at {} has schema version 1", dir.path().display())), "{err}");
+        assert!(err.contains(&format!("this build reads version {}", some_schemas::SCHEMA_VERSION)), "{err}");
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub struct Committed {
 pub struct Txn {
     lake: Lake,
     id: String,
+    /// What part file names start with: `part-<id>` (or `part-<id>-<tag>`).
+    prefix: String,
     seq: AtomicU32,
     staged: Vec<(Path, Path)>,
     rows: u64,
@@ -88,11 +90,27 @@ impl Txn {
         let random = uuid::Uuid::new_v4().simple().to_string();
         // Time first, so part files sort by when they were written.
         let id = format!("{millis:013x}-{}", &random[..12]);
-        Txn { lake, id, seq: AtomicU32::new(0), staged: Vec::new(), rows: 0, bytes: 0 }
+        Txn::shared(lake, id, None)
+    }
+
+    /// A writer of part files into the staging folder of transaction `id`,
+    /// named `part-<id>-<tag>-NNNNN`: several jobs stage into one
+    /// transaction, which [`Lake::commit_staged`] makes visible.
+    pub(super) fn shared(lake: Lake, id: String, tag: Option<&str>) -> Txn {
+        let prefix = match tag {
+            Some(tag) => format!("part-{id}-{tag}"),
+            None => format!("part-{id}"),
+        };
+        Txn { lake, id, prefix, seq: AtomicU32::new(0), staged: Vec::new(), rows: 0, bytes: 0 }
     }
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// What is staged so far (the files under their final names).
+    pub fn staged(&self) -> Committed {
+        Committed { files: self.staged.iter().map(|(_, target)| target.clone()).collect(), rows: self.rows, bytes: self.bytes }
     }
 
     /// Writes rows of one table, one part file per partition.
@@ -126,7 +144,7 @@ impl Txn {
             relative.push_str(&format!("/{column}={value}"));
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let file = format!("part-{}-{seq:05}.parquet", self.id);
+        let file = format!("{}-{seq:05}.parquet", self.prefix);
         let staged = self.lake.path(&format!("_staging/{}/{relative}/{file}", self.id));
         let target = self.lake.path(&format!("{relative}/{file}"));
         let size = encoded.len() as u64;
@@ -157,5 +175,30 @@ impl Txn {
             }
         }
         Ok(())
+    }
+}
+
+impl Lake {
+    /// Moves every file staged under transaction `id` into its table;
+    /// returns where they are now. Idempotent: a file already moved (by an
+    /// earlier, interrupted call, or by another process doing the same) is
+    /// skipped.
+    pub async fn commit_staged(&self, id: &str) -> Result<Vec<Path>> {
+        use futures::TryStreamExt;
+        let staging = self.path(&format!("_staging/{id}"));
+        let staged: Vec<object_store::ObjectMeta> =
+            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
+        let mut moved = Vec::with_capacity(staged.len());
+        for meta in staged {
+            let Some(relative) = meta.location.prefix_match(&staging) else { continue };
+            let target = relative.fold(self.root.clone(), |p, part| p.join(part));
+            match self.store.rename(&meta.location, &target).await {
+                Ok(()) => {}
+                Err(object_store::Error::NotFound { .. }) if self.store.head(&target).await.is_ok() => {}
+                Err(e) => return Err(Error::store("commit", &target)(e)),
+            }
+            moved.push(target);
+        }
+        Ok(moved)
     }
 }

@@ -109,7 +109,8 @@ impl Deliveries for Consumer {
                     message.deliveries += 1;
                     let body = message.body.clone();
                     let settle = MemorySettle { shared: self.shared.clone(), kind: self.kind, held: Mutex::new(Some((message, permit))) };
-                    return Some(Ok(Delivery { body, delivery_count, settle: Box::new(settle) }));
+                    let limit = self.shared.limit;
+                    return Some(Ok(Delivery { body, delivery_count, limit, settle: Box::new(settle) }));
                 }
             }
             notified.await;
@@ -199,6 +200,7 @@ mod tests {
         for count in 1..=2 {
             let a = c.next().await.unwrap().unwrap();
             assert_eq!((a.body.as_slice(), a.delivery_count), (b"a".as_slice(), count));
+            assert_eq!(a.is_last_try(), count == 2);
             a.retry().await.unwrap();
         }
         // Third delivery was the last allowed: its retry dead-letters it.

@@ -60,10 +60,18 @@ pub struct Delivery {
     pub body: Vec<u8>,
     /// Earlier deliveries of this message (0 the first time).
     pub delivery_count: u32,
+    /// The queue's delivery limit.
+    pub limit: u32,
     pub settle: Box<dyn Settle>,
 }
 
 impl Delivery {
+    /// Whether a retry would dead-letter the message: the worker
+    /// dead-letters it itself then, with the error.
+    pub fn is_last_try(&self) -> bool {
+        self.delivery_count >= self.limit
+    }
+
     pub async fn ack(&self) -> Result<()> {
         self.settle.ack().await
     }

@@ -252,7 +252,7 @@ impl Deliveries for RabbitDeliveries {
                     header(delivery.properties.headers(), "x-delivery-count").and_then(as_count).unwrap_or(u32::from(delivery.redelivered));
                 let body = delivery.data.clone();
                 let settle = RabbitSettle { acker: delivery.acker, body: body.clone(), kind: self.kind, dead: self.dead.clone() };
-                Some(Ok(Delivery { body, delivery_count, settle: Box::new(settle) }))
+                Some(Ok(Delivery { body, delivery_count, limit: self.dead.limit, settle: Box::new(settle) }))
             }
         }
     }

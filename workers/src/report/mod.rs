@@ -17,6 +17,7 @@ pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
 pub use render::{html, text};
 
 use crate::error::Result;
+use crate::judging::{JudgingSpec, load_judging};
 use crate::lake::Lake;
 use crate::runner::RunSpec;
 use crate::runs::{RunRows, load_run, read_run};
@@ -51,6 +52,8 @@ pub struct ToolUse {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub spec: RunSpec,
+    /// The judging whose scores the report reads.
+    pub judging: JudgingSpec,
     pub cancelled: bool,
     pub tasks: Vec<TaskLine>,
     pub tool_use: ToolUse,
@@ -58,6 +61,8 @@ pub struct Report {
     pub statuses: BTreeMap<String, usize>,
     /// Attempts that are not final (model errors awaiting a rerun).
     pub unfinished_attempts: usize,
+    /// Final episodes with no score under the judging yet.
+    pub unscored: usize,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub judge_calls: i64,
@@ -71,16 +76,19 @@ impl Report {
     }
 }
 
-pub async fn build(lake: &Lake, run_id: &str) -> Result<Report> {
+/// The report of a run under one of its judgings.
+pub async fn build(lake: &Lake, run_id: &str, judging: &str) -> Result<Report> {
     let (spec, cancelled) = load_run(lake, run_id).await?;
+    let (judging, _) = load_judging(lake, run_id, judging).await?;
     let rows = read_run(lake, run_id).await?;
     let labels: HashMap<String, Option<String>> = read_queries(lake).await?.into_iter().map(|q| (q.query_id, q.label)).collect();
-    Ok(summarize(spec, cancelled, &rows, &labels))
+    Ok(summarize(spec, judging, cancelled, &rows, &labels))
 }
 
 /// The report of a run from its rows and the queries' labels.
-pub fn summarize(spec: RunSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<String, Option<String>>) -> Report {
-    let finals = rows.finals();
+pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<String, Option<String>>) -> Report {
+    let finals = rows.finals(&judging.judging);
+    let unscored = rows.final_episodes().len() - finals.len();
     let mut tasks = Vec::new();
     for task in Task::ALL {
         let planned: Vec<&String> = spec.queries.iter().filter(|q| q.starts_with(&format!("{}-", task.code().to_lowercase()))).collect();
@@ -119,5 +127,17 @@ pub fn summarize(spec: RunSpec, cancelled: bool, rows: &RunRows, labels: &HashMa
         tool_use.calling_hallucinations += usize::from(tool_calling_hallucination(&transcript));
     }
     let unfinished_attempts = rows.episodes.iter().filter(|e| !e.is_final).count();
-    Report { spec, cancelled, tasks, tool_use, statuses, unfinished_attempts, prompt_tokens, completion_tokens, judge_calls }
+    Report {
+        spec,
+        judging,
+        cancelled,
+        tasks,
+        tool_use,
+        statuses,
+        unfinished_attempts,
+        unscored,
+        prompt_tokens,
+        completion_tokens,
+        judge_calls,
+    }
 }

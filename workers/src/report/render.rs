@@ -74,16 +74,25 @@ fn text_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String
 pub fn text(report: &Report) -> String {
     let spec = &report.spec;
     let mut out = String::new();
+    let judging = &report.judging;
     let judge_how = format!(
         "temperature {}, seed {}",
-        spec.judge.temperature.map_or("endpoint default".into(), |t| t.to_string()),
-        spec.judge.seed.map_or("none".into(), |s| s.to_string())
+        judging.settings.temperature.map_or("endpoint default".into(), |t| t.to_string()),
+        judging.settings.seed.map_or("none".into(), |s| s.to_string())
     );
     let _ = writeln!(out, "run {}{}", spec.run_id, if report.cancelled { " (cancelled)" } else { "" });
-    let _ = writeln!(out, "agent {} ({:?} protocol) · judge {} ({judge_how})", spec.model, spec.agent.protocol, spec.judge_model);
+    let _ = writeln!(out, "agent {} ({:?} protocol)", spec.model, spec.agent.protocol);
+    let _ = writeln!(out, "judging {}: {} ({judge_how})", judging.judging, judging.judge_model);
     let planned: usize = report.tasks.iter().map(|t| t.planned).sum();
     let done: usize = report.tasks.iter().map(|t| t.done).sum();
     let _ = writeln!(out, "queries: {done} of {planned} have a final result; {} attempts await a rerun", report.unfinished_attempts);
+    if report.unscored > 0 {
+        let _ = writeln!(
+            out,
+            "{} final episodes await a score under judging {}: `some judge {} --judging {}` scores them",
+            report.unscored, judging.judging, spec.run_id, judging.judging
+        );
+    }
     let statuses: Vec<String> = report.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let _ = writeln!(out, "episodes: {}", if statuses.is_empty() { "none".into() } else { statuses.join(", ") });
     let _ = writeln!(
