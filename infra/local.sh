@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One machine, the distributed shape: RabbitMQ, an S3 server (s3s-fs) and N
-# workers, all on 127.0.0.1. Submit runs with `some run --queue "$SOME_QUEUE"`.
-#   infra/local.sh up [WORKERS]   start everything (default 2 workers)
+# One machine, the distributed shape: RabbitMQ, an S3 server (s3s-fs), N
+# LLM workers and a compute worker, all on 127.0.0.1. Submit runs with
+# `some run --queue "$SOME_QUEUE"`, releases with `some ingest release DIR
+# --queue "$SOME_QUEUE"`.
+#   infra/local.sh up [WORKERS]   start everything (default 2 LLM workers)
 #   infra/local.sh down           stop the workers and the S3 server
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
@@ -25,7 +27,9 @@ case "${1:-up}" in
       "$CARGO_TARGET_DIR/release/some" worker --kind llm >"$STATE/worker-$i.log" 2>&1 &
       echo $! >"$STATE/worker-$i.pid"
     done
-    say "RabbitMQ, s3s-fs (:9000) and ${2:-2} workers are up; logs in $STATE"
+    "$CARGO_TARGET_DIR/release/some" worker --kind compute >"$STATE/compute.log" 2>&1 &
+    echo $! >"$STATE/compute.pid"
+    say "RabbitMQ, s3s-fs (:9000), ${2:-2} LLM workers and a compute worker are up; logs in $STATE"
     say "export SOME_QUEUE=$SOME_QUEUE SOME_LAKE=$SOME_LAKE AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY AWS_REGION=$AWS_REGION"
     ;;
   down)
