@@ -7,8 +7,9 @@
 //!   broker (on the lost connection or missed heartbeats) or the in-process
 //!   queue (on drop) delivers them again;
 //! - a job runs past the job deadline, or its commit fails (the object
-//!   store is down), or its model endpoint does: it is requeued; its last
-//!   allowed delivery is dead-lettered with the error instead;
+//!   store is down), or its model endpoint does: it is requeued after a
+//!   pause that doubles with each delivery; its last allowed delivery is
+//!   dead-lettered with the error instead;
 //! - a message that cannot be read, or names a run, judging or ingestion
 //!   the lake does not have, or a release file that cannot be read:
 //!   dead-lettered at once with the reason;
@@ -68,6 +69,12 @@ impl From<Error> for JobError {
             other => JobError::Transient(other.to_string()),
         }
     }
+}
+
+/// How long a failed delivery is held before it is requeued: doubling
+/// from 1 s, so the deliveries a queue allows span about half a minute.
+fn retry_pause(earlier_deliveries: u32) -> Duration {
+    Duration::from_secs(1 << earlier_deliveries.min(5))
 }
 
 /// A run's runner and the spec it was built from.
@@ -168,7 +175,11 @@ impl Worker {
                 delivery.dead_letter(&reason).await
             }
             Err(JobError::Transient(e)) => {
-                tracing::warn!(error = %named(&e), "job failed; requeueing");
+                // Held, not requeued at once: a store or endpoint that is
+                // down for seconds would otherwise use up every delivery.
+                let pause = retry_pause(delivery.delivery_count);
+                tracing::warn!(error = %named(&e), pause_s = pause.as_secs(), "job failed; requeueing after a pause");
+                tokio::time::sleep(pause).await;
                 delivery.retry().await
             }
         };
@@ -295,5 +306,17 @@ impl Worker {
         let filter = col("run_id").eq(lit(run_id)).and(col("is_final")).and(col("query_id").in_list(ids, false));
         let rows: Vec<EpisodeRow> = self.lake.read(&ctx, Some(filter)).await.map_err(|e| e.to_string())?;
         Ok(rows.into_iter().map(|e| (e.query_id, e.attempt)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deliveries_a_queue_allows_outlast_a_half_minute_outage() {
+        let held: Duration = (0..crate::queue::DELIVERY_LIMIT).map(retry_pause).sum();
+        assert!(held >= Duration::from_secs(30), "{held:?}");
+        assert!(retry_pause(u32::MAX) <= Duration::from_secs(32));
     }
 }
