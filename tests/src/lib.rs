@@ -240,10 +240,13 @@ impl Drop for Vhost {
 /// A `some` process in the background (a worker), killed on drop.
 pub struct Background {
     pub child: Child,
+    /// Where its stderr goes; shown when the test fails.
+    log: tempfile::NamedTempFile,
 }
 
 impl Background {
     pub fn start(lake: &str, env: &[(String, String)], args: &[&str]) -> Background {
+        let log = tempfile::NamedTempFile::new().expect("create a log file");
         let child = Command::new(some_bin())
             .arg("--lake")
             .arg(lake)
@@ -251,10 +254,10 @@ impl Background {
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env_remove("SOME_LAKE")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log.reopen().expect("open the log file"))
             .spawn()
             .expect("start some");
-        Background { child }
+        Background { child, log }
     }
 
     /// SIGKILL: no chance to settle anything.
@@ -274,6 +277,13 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            // The test failed: what the process said is the first clue.
+            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(40)..];
+            eprintln!("--- last lines of process {} ---\n{}", self.child.id(), tail.join("\n"));
+        }
     }
 }
 
