@@ -28,7 +28,7 @@ pub enum Error {
     Job(#[from] some_jobs::Error),
     #[error(transparent)]
     Input(#[from] some_jobs::InputError),
-    /// A run, judging, ingestion or other name the lake does not have:
+    /// A run, judging, ingestion, model or other name that does not exist:
     /// asking again cannot help.
     #[error("{0}")]
     Unknown(String),

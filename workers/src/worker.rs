@@ -62,6 +62,16 @@ enum JobError {
     Transient(String),
 }
 
+impl JobError {
+    /// The same error, saying what was being done.
+    fn context(self, doing: &str) -> JobError {
+        match self {
+            JobError::Permanent(e) => JobError::Permanent(format!("{doing}: {e}")),
+            JobError::Transient(e) => JobError::Transient(format!("{doing}: {e}")),
+        }
+    }
+}
+
 impl From<Error> for JobError {
     fn from(e: Error) -> JobError {
         match e {
@@ -240,7 +250,8 @@ impl Worker {
         }
         let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
             .await
-            .map_err(|e| JobError::Permanent(format!("cannot set up run {run_id}: {e}")))?;
+            // A store that is down is worth waiting for; an unknown model is not.
+            .map_err(|e| JobError::from(e).context(&format!("cannot set up run {run_id}")))?;
         let entry = (Arc::new(runner), Arc::new(spec));
         runners.insert(key, entry.clone());
         Ok(Some(entry))
@@ -279,7 +290,7 @@ impl Worker {
                 None => {
                     let judge = JudgeRunner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
                         .await
-                        .map_err(|e| JobError::Permanent(format!("cannot set up judging {judging} of run {run_id}: {e}")))?;
+                        .map_err(|e| JobError::from(e).context(&format!("cannot set up judging {judging} of run {run_id}")))?;
                     judges.entry(key).or_insert(Arc::new(judge)).clone()
                 }
             }

@@ -9,31 +9,33 @@ use some_jobs::model::ChatModel;
 use super::{ClientSettings, Endpoint, LocalModel, OpenAiClient};
 use crate::embed::MiniLm;
 use crate::error::{Error, Result};
-use crate::models::{MINILM, ModelKind, installed, model};
+use crate::models::{MINILM, ModelKind, ModelSpec, installed, model};
 
 /// A chat model: `endpoints` empty means the built-in model `name`, run in
 /// this process on `threads` CPU threads.
 pub fn chat_model(name: &str, endpoints: &[String], settings: &ClientSettings, threads: usize) -> Result<Arc<dyn ChatModel>> {
     if endpoints.is_empty() {
-        let spec = model(name).map_err(|e| Error::Other(format!("{e} (or give --endpoint URL for a served model)")))?;
-        if spec.kind != ModelKind::Chat {
-            return Err(Error::Other(format!("{name} is an embedding model, not a chat model")));
-        }
-        return Ok(Arc::new(LocalModel::load(spec, threads)?));
+        return Ok(Arc::new(LocalModel::load(built_in_chat_model(name)?, threads)?));
     }
     let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
     Ok(Arc::new(OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Other(e.to_string()))?))
+}
+
+/// The built-in chat model called `name`; no such model is an unknown
+/// name, which asking again cannot fix.
+fn built_in_chat_model(name: &str) -> Result<&'static ModelSpec> {
+    let spec = model(name).map_err(|e| Error::Unknown(format!("{e} (or give --endpoint URL for a served model)")))?;
+    if spec.kind != ModelKind::Chat {
+        return Err(Error::Unknown(format!("{name} is an embedding model, not a chat model")));
+    }
+    Ok(spec)
 }
 
 /// Checks what [`chat_model`] would need, without loading anything: the
 /// built-in model exists and is installed, or the endpoints are URLs.
 pub fn check_chat_model(name: &str, endpoints: &[String]) -> Result<()> {
     if endpoints.is_empty() {
-        let spec = model(name).map_err(|e| Error::Other(format!("{e} (or give --endpoint URL for a served model)")))?;
-        if spec.kind != ModelKind::Chat {
-            return Err(Error::Other(format!("{name} is an embedding model, not a chat model")));
-        }
-        return crate::models::require(spec).map(drop);
+        return crate::models::require(built_in_chat_model(name)?).map(drop);
     }
     let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
     OpenAiClient::new(name, pool, ClientSettings::default()).map(drop).map_err(|e| Error::Other(e.to_string()))
