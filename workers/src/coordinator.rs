@@ -4,7 +4,7 @@
 //! (never from memory, so any machine can ask, and a restarted coordinator
 //! loses nothing).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -228,7 +228,7 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
     // Per query: whether any attempt is final, and its latest attempt's state.
     let mut latest: BTreeMap<String, (i32, bool)> = BTreeMap::new();
     let mut finals: HashSet<String> = HashSet::new();
-    let mut final_episodes: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut final_episodes: HashMap<String, String> = HashMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for b in &batches {
         let text = |i: usize| b.column(i).as_string_opt::<i32>().cloned();
