@@ -10,6 +10,8 @@ ensure_rabbitmq
 # The end-to-end tests run the `some` binary as a user does; `cargo test`
 # builds test harnesses, not that binary. (The same targets as `cargo test
 # --workspace`, so dependencies build once, with the same features.)
+say "checking the direction of dependencies between crates and modules"
+infra/check-deps.sh
 say "building the some binary (target folder: $CARGO_TARGET_DIR)"
 cargo build --workspace --bins --tests --locked
 say "running the tests"

@@ -2,9 +2,12 @@
 
 use std::fmt;
 
+use arrow::array::{Array, ArrayRef};
+use arrow::datatypes::DataType;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::row::ColumnValue;
 use crate::task::Task;
 
 macro_rules! string_id {
@@ -31,6 +34,36 @@ macro_rules! string_id {
                 Self(s.to_owned())
             }
         }
+
+        impl From<String> for $name {
+            fn from(s: String) -> Self {
+                Self(s)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ColumnValue for $name {
+            fn data_type() -> DataType {
+                DataType::Utf8
+            }
+            fn to_array<'a>(values: impl ExactSizeIterator<Item = &'a Self>) -> ArrayRef {
+                String::to_array(values.map(|v| &v.0))
+            }
+            fn from_array(array: &dyn Array) -> Result<Vec<Option<Self>>, String> {
+                Ok(String::from_array(array)?.into_iter().map(|v| v.map(Self)).collect())
+            }
+        }
     };
 }
 
@@ -47,6 +80,25 @@ string_id!(
     /// One unit of queued work within a run.
     ShardId
 );
+string_id!(
+    /// One episode row, which the scores of that episode name.
+    EpisodeId
+);
+
+impl EpisodeId {
+    /// A fresh, random episode id.
+    pub fn new_random() -> EpisodeId {
+        EpisodeId(uuid::Uuid::new_v4().simple().to_string())
+    }
+}
+
+impl RunId {
+    /// A fresh run id: the UTC time and a random suffix, so ids sort by age.
+    pub fn new_dated() -> RunId {
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        RunId(format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &suffix[..6]))
+    }
+}
 
 impl QueryId {
     /// Derives the id from what identifies the query in its source file: the
@@ -79,6 +131,18 @@ impl Attempt {
 
     pub fn next(self) -> Attempt {
         Attempt(self.0 + 1)
+    }
+}
+
+impl ColumnValue for Attempt {
+    fn data_type() -> DataType {
+        DataType::Int32
+    }
+    fn to_array<'a>(values: impl ExactSizeIterator<Item = &'a Self>) -> ArrayRef {
+        i32::to_array(values.map(|v| &v.0))
+    }
+    fn from_array(array: &dyn Array) -> Result<Vec<Option<Self>>, String> {
+        Ok(i32::from_array(array)?.into_iter().map(|v| v.map(Attempt)).collect())
     }
 }
 

@@ -28,8 +28,8 @@ pub mod tables;
 pub mod task;
 
 pub use error::SchemaError;
-pub use ids::{Attempt, QueryId, RunId, ShardId};
-pub use messages::{Job, JobKind, JobMessage, QueryAttempt};
+pub use ids::{Attempt, EpisodeId, QueryId, RunId, ShardId};
+pub use messages::{Job, JobKind, JobMessage, QueryAttempt, QueueLocation};
 pub use row::{Row, Timestamp};
 pub use tables::*;
 pub use task::{Language, Scoring, Task};

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{QueryId, RunId, ShardId};
+use crate::ids::{Attempt, QueryId, RunId, ShardId};
 
 /// A kind of job, each with its own queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -36,12 +36,55 @@ impl JobKind {
     }
 }
 
+/// Where jobs go: the in-process queue of this process, or a RabbitMQ
+/// broker. Parsed once from `--queue`, so no other place compares strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueLocation {
+    /// Jobs run on this process, with the same ack/retry/dead-letter
+    /// semantics as the broker.
+    Memory,
+    /// An `amqp://` or `amqps://` URL.
+    Amqp(String),
+}
+
+impl QueueLocation {
+    /// How `--queue` spells the in-process queue.
+    pub const MEMORY: &'static str = "memory";
+
+    pub fn is_memory(&self) -> bool {
+        matches!(self, QueueLocation::Memory)
+    }
+}
+
+impl std::str::FromStr for QueueLocation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<QueueLocation, String> {
+        if s == Self::MEMORY {
+            return Ok(QueueLocation::Memory);
+        }
+        if s.starts_with("amqp://") || s.starts_with("amqps://") {
+            return Ok(QueueLocation::Amqp(s.to_string()));
+        }
+        Err(format!("queue {s:?}: expected {:?} or an amqp:// URL", Self::MEMORY))
+    }
+}
+
+impl std::fmt::Display for QueueLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueLocation::Memory => f.write_str(Self::MEMORY),
+            QueueLocation::Amqp(url) => f.write_str(url),
+        }
+    }
+}
+
 /// A query of a shard and the attempt number its result is written under:
 /// a redelivered shard writes the same attempt again, a rerun the next one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueryAttempt {
     pub query_id: QueryId,
-    pub attempt: i32,
+    pub attempt: Attempt,
 }
 
 /// One unit of queued work.
@@ -66,6 +109,14 @@ impl Job {
             Job::Judge { .. } => JobKind::Judge,
             Job::Ingest { .. } => JobKind::Ingest,
             Job::Embed { .. } => JobKind::Embed,
+        }
+    }
+
+    /// The shard of a run the job is, if it is one.
+    pub fn shard_id(&self) -> Option<&ShardId> {
+        match self {
+            Job::Episodes { shard_id, .. } | Job::Judge { shard_id, .. } => Some(shard_id),
+            Job::Ingest { .. } | Job::Embed { .. } => None,
         }
     }
 
@@ -116,7 +167,7 @@ mod tests {
         let msg = JobMessage::new(Job::Episodes {
             run_id: "r1".into(),
             shard_id: "r1-0001".into(),
-            queries: vec![QueryAttempt { query_id: "red-00".into(), attempt: 1 }],
+            queries: vec![QueryAttempt { query_id: "red-00".into(), attempt: Attempt::FIRST }],
         });
         let back = JobMessage::from_bytes(&msg.to_bytes()).unwrap();
         assert_eq!(back, msg);
@@ -128,5 +179,14 @@ mod tests {
         let err = JobMessage::from_bytes(&other.to_bytes()).unwrap_err();
         assert!(err.contains("schema version 999"), "{err}");
         assert!(JobMessage::from_bytes(b"{\"job\":\"nope\"}").unwrap_err().starts_with("undecodable"));
+    }
+
+    #[test]
+    fn queue_locations_parse_once() {
+        assert_eq!("memory".parse::<QueueLocation>(), Ok(QueueLocation::Memory));
+        let url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+        assert_eq!(url.parse::<QueueLocation>().map(|q| q.to_string()), Ok(url.to_string()));
+        let err = "redis://x".parse::<QueueLocation>().unwrap_err();
+        assert!(err.contains("expected \"memory\" or an amqp:// URL"), "{err}");
     }
 }

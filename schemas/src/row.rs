@@ -46,6 +46,11 @@ impl Timestamp {
         chrono::DateTime::from_timestamp(self.0, 0).unwrap_or_default().naive_utc()
     }
 
+    /// The current time, to the second.
+    pub fn now() -> Timestamp {
+        Timestamp(chrono::Utc::now().timestamp())
+    }
+
     /// The day as `YYYY-MM-DD`.
     pub fn day(self) -> String {
         self.naive().format("%Y-%m-%d").to_string()
@@ -229,12 +234,14 @@ pub fn column<'b>(batch: &'b RecordBatch, table: &'static str, name: &'static st
     batch.column_by_name(name).ok_or(SchemaError::MissingColumn { table, column: name })
 }
 
-/// Declares a lake table: the row struct, its schema and its conversions.
+/// Declares a lake table: the row struct, its schema and its conversions,
+/// and a module named after the table holding the table's and every
+/// column's name, so no other crate spells them.
 ///
 /// ```
 /// some_schemas::table! {
 ///     /// A demo table.
-///     pub struct Demo in "demo" partitioned by [kind] {
+///     pub struct Demo in demo partitioned by [kind] {
 ///         id: String,
 ///         score: Option<i64>,
 ///         kind: String,
@@ -245,12 +252,13 @@ pub fn column<'b>(batch: &'b RecordBatch, table: &'static str, name: &'static st
 /// let batch = Demo::to_batch(&rows).unwrap();
 /// assert_eq!(Demo::from_batch(&batch).unwrap(), rows);
 /// assert_eq!(Demo::file_schema().fields().len(), 2);
+/// assert_eq!((demo::TABLE, demo::score), ("demo", "score"));
 /// ```
 #[macro_export]
 macro_rules! table {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident in $table:literal partitioned by [$($part:ident),*] {
+        pub struct $name:ident in $table:ident partitioned by [$($part:ident),*] {
             $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
         }
     ) => {
@@ -260,8 +268,15 @@ macro_rules! table {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
 
+        #[doc = concat!("Names of the `", stringify!($table), "` table and its columns, for SQL and filters.")]
+        #[allow(non_upper_case_globals)]
+        pub mod $table {
+            pub const TABLE: &str = stringify!($table);
+            $( pub const $field: &str = stringify!($field); )*
+        }
+
         impl $crate::row::Row for $name {
-            const TABLE: &'static str = $table;
+            const TABLE: &'static str = stringify!($table);
             const PARTITION_COLUMNS: &'static [&'static str] = &[$(stringify!($part)),*];
 
             fn schema() -> ::arrow::datatypes::SchemaRef {
@@ -293,9 +308,9 @@ macro_rules! table {
             fn from_batch(batch: &::arrow::record_batch::RecordBatch) -> Result<Vec<Self>, $crate::SchemaError> {
                 $(
                     let $field = <$ty as $crate::row::ColumnValue>::from_array(
-                        $crate::row::column(batch, $table, stringify!($field))?.as_ref(),
+                        $crate::row::column(batch, stringify!($table), stringify!($field))?.as_ref(),
                     ).map_err(|message| $crate::SchemaError::ColumnType {
-                        table: $table, column: stringify!($field), message,
+                        table: stringify!($table), column: stringify!($field), message,
                     })?;
                     let mut $field = $field.into_iter();
                 )*
@@ -303,7 +318,7 @@ macro_rules! table {
                 for row in 0..batch.num_rows() {
                     rows.push(Self { $(
                         $field: $field.next().flatten().ok_or($crate::SchemaError::Null {
-                            table: $table, column: stringify!($field), row,
+                            table: stringify!($table), column: stringify!($field), row,
                         })?,
                     )* });
                 }

@@ -7,7 +7,9 @@
 
 use arrow::datatypes::SchemaRef;
 
+use crate::ids::{Attempt, EpisodeId, QueryId, RunId};
 use crate::row::{Row, Timestamp};
+use crate::task::Task;
 use crate::table;
 
 /// Where a post was collected, which decides how the tools find it and how
@@ -71,7 +73,7 @@ pub mod buckets {
 table! {
     /// A post of any source. Fields that a source lacks are null; fields of the
     /// source file that have no column here are kept, as JSON, in `extra`.
-    pub struct PostRow in "posts" partitioned by [source, bucket] {
+    pub struct PostRow in posts partitioned by [source, bucket] {
         post_id: String,
         published_at: Option<Timestamp>,
         /// The location stream a raw post was collected in (`post_search`'s location).
@@ -105,9 +107,41 @@ table! {
     }
 }
 
+impl PostRow {
+    /// A post with only its id, text and partition: every optional field
+    /// empty. Set the rest with struct update syntax.
+    pub fn new(post_id: impl Into<String>, content: impl Into<String>, source: PostSource, bucket: impl Into<String>) -> PostRow {
+        PostRow {
+            post_id: post_id.into(),
+            published_at: None,
+            area: None,
+            topic: None,
+            uid: None,
+            nickname: None,
+            platform: None,
+            title: None,
+            content: content.into(),
+            description: None,
+            ocr: None,
+            location: None,
+            client: None,
+            reposts: None,
+            comments: None,
+            likes: None,
+            pic_num: None,
+            pictures: None,
+            video: None,
+            rca_list: None,
+            extra: None,
+            source: source.as_str().to_string(),
+            bucket: bucket.into(),
+        }
+    }
+}
+
 table! {
     /// A user profile (`user_data/{uid}/{uid}.json`, key `user`).
-    pub struct UserRow in "users" partitioned by [] {
+    pub struct UserRow in users partitioned by [] {
         uid: String,
         name: Option<String>,
         followers_count: Option<i64>,
@@ -123,7 +157,7 @@ table! {
 table! {
     /// A post as the user-task queries show it (`post_data/all_posts.json`),
     /// kept verbatim because its JSON is embedded in the query text.
-    pub struct RefPostRow in "ref_posts" partitioned by [] {
+    pub struct RefPostRow in ref_posts partitioned by [] {
         post_id: String,
         json: String,
     }
@@ -131,7 +165,7 @@ table! {
 
 table! {
     /// A report of the misinformation knowledge base (`knowledge_base.json`).
-    pub struct KnowledgeRow in "knowledge" partitioned by [] {
+    pub struct KnowledgeRow in knowledge partitioned by [] {
         /// Position in the knowledge base; embeddings are aligned by it.
         doc_index: i64,
         content: String,
@@ -145,7 +179,7 @@ table! {
     /// any dimension share one table. Partitioned like the rows it embeds, so
     /// the vectors of one tool read (a stream hour, a topic, a user) are in
     /// one folder.
-    pub struct EmbeddingRow in "embeddings" partitioned by [collection, model, bucket] {
+    pub struct EmbeddingRow in embeddings partitioned by [collection, model, bucket] {
         /// A `post_id`, or a knowledge `doc_index` in decimal.
         id: String,
         /// `f32` or `f16`.
@@ -163,9 +197,9 @@ table! {
 table! {
     /// One benchmark query with its reference. Task-specific fields are null
     /// where a task has no such field; `entry` keeps the source entry verbatim.
-    pub struct QueryRow in "queries" partitioned by [] {
-        query_id: String,
-        task: String,
+    pub struct QueryRow in queries partitioned by [] {
+        query_id: QueryId,
+        task: Task,
         /// The top-level key of the source file (uid, claim file, question, RED window).
         source_key: String,
         /// Position of the entry under its key.
@@ -190,12 +224,38 @@ table! {
     }
 }
 
+impl QueryRow {
+    /// A query of `task` with every task-specific field empty. Set the rest
+    /// with struct update syntax.
+    pub fn blank(query_id: QueryId, task: Task) -> QueryRow {
+        QueryRow {
+            query_id,
+            task,
+            source_key: String::new(),
+            position: 0,
+            uid: None,
+            post_id: None,
+            action: None,
+            comment: None,
+            location: None,
+            window_start: None,
+            window_end: None,
+            topic: None,
+            claim: None,
+            question: None,
+            label: None,
+            reference: None,
+            entry: String::new(),
+        }
+    }
+}
+
 table! {
     /// A run's lifecycle, as append-only [`RunEvent`]s.
-    pub struct RunRow in "runs" partitioned by [] {
-        run_id: String,
+    pub struct RunRow in runs partitioned by [] {
+        run_id: RunId,
         /// A [`RunEvent`].
-        event: String,
+        event: RunEvent,
         at: Timestamp,
         /// As JSON: the run's spec (`submitted`, `cancelled`), or a judging's
         /// spec (`judging`).
@@ -204,7 +264,8 @@ table! {
 }
 
 /// What a `runs` row records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunEvent {
     /// The run's spec, as submitted (again when a rerun moves its endpoints).
     Submitted,
@@ -215,6 +276,8 @@ pub enum RunEvent {
 }
 
 impl RunEvent {
+    pub const ALL: [RunEvent; 3] = [RunEvent::Submitted, RunEvent::Cancelled, RunEvent::Judging];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunEvent::Submitted => "submitted",
@@ -224,18 +287,40 @@ impl RunEvent {
     }
 }
 
+impl std::str::FromStr for RunEvent {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RunEvent, String> {
+        RunEvent::ALL.into_iter().find(|e| e.as_str() == s).ok_or_else(|| format!("unknown run event {s:?}"))
+    }
+}
+
+/// Stored by name (`submitted`).
+impl crate::row::ColumnValue for RunEvent {
+    fn data_type() -> arrow::datatypes::DataType {
+        arrow::datatypes::DataType::Utf8
+    }
+    fn to_array<'a>(values: impl ExactSizeIterator<Item = &'a Self>) -> arrow::array::ArrayRef {
+        let names: Vec<String> = values.map(|e| e.as_str().to_string()).collect();
+        String::to_array(names.iter())
+    }
+    fn from_array(array: &dyn arrow::array::Array) -> Result<Vec<Option<Self>>, String> {
+        String::from_array(array)?.into_iter().map(|v| v.map(|name| name.parse::<RunEvent>()).transpose()).collect()
+    }
+}
+
 /// The judging of a run's own judge, which scores each episode as it
 /// finishes; other judgings are named when they are asked for.
 pub const PRIMARY_JUDGING: &str = "primary";
 
 table! {
     /// One attempt of one agent episode.
-    pub struct EpisodeRow in "episodes" partitioned by [run_id] {
-        query_id: String,
-        task: String,
-        attempt: i32,
+    pub struct EpisodeRow in episodes partitioned by [run_id] {
+        query_id: QueryId,
+        task: Task,
+        attempt: Attempt,
         /// This row's own id, which its scores name.
-        episode_id: String,
+        episode_id: EpisodeId,
         /// The attempt readers take as the query's result.
         is_final: bool,
         status: String,
@@ -254,19 +339,19 @@ table! {
         /// The full conversation and per-call accounting, as JSON.
         transcript: String,
         error: Option<String>,
-        run_id: String,
+        run_id: RunId,
     }
 }
 
 table! {
     /// The evaluation of one episode under one judging.
-    pub struct ScoreRow in "scores" partitioned by [run_id] {
-        query_id: String,
-        task: String,
-        attempt: i32,
+    pub struct ScoreRow in scores partitioned by [run_id] {
+        query_id: QueryId,
+        task: Task,
+        attempt: Attempt,
         is_final: bool,
         /// The episode row scored.
-        episode_id: String,
+        episode_id: EpisodeId,
         /// [`PRIMARY_JUDGING`] or the name of another judging of the run.
         judging: String,
         /// The extracted label (classification tasks).
@@ -282,7 +367,7 @@ table! {
         judge_temperature: Option<f64>,
         error: Option<String>,
         finished_at: Timestamp,
-        run_id: String,
+        run_id: RunId,
     }
 }
 
@@ -400,7 +485,7 @@ mod tests {
         }]);
         round_trip(vec![QueryRow {
             query_id: "red-0".into(),
-            task: "RED".into(),
+            task: Task::Red,
             source_key: "k".into(),
             position: 0,
             uid: None,
@@ -417,11 +502,11 @@ mod tests {
             reference: Some("[]".into()),
             entry: "[]".into(),
         }]);
-        round_trip(vec![RunRow { run_id: "r".into(), event: "submitted".into(), at: ts("2026-01-01 00:00:00"), spec: "{}".into() }]);
+        round_trip(vec![RunRow { run_id: "r".into(), event: RunEvent::Submitted, at: ts("2026-01-01 00:00:00"), spec: "{}".into() }]);
         round_trip(vec![EpisodeRow {
             query_id: "q".into(),
-            task: "MID".into(),
-            attempt: 2,
+            task: Task::Mid,
+            attempt: Attempt(2),
             episode_id: "e1".into(),
             is_final: true,
             status: "completed".into(),
@@ -443,8 +528,8 @@ mod tests {
         }]);
         round_trip(vec![ScoreRow {
             query_id: "q".into(),
-            task: "RED".into(),
-            attempt: 1,
+            task: Task::Red,
+            attempt: Attempt(1),
             is_final: true,
             episode_id: "e1".into(),
             judging: PRIMARY_JUDGING.into(),

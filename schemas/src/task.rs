@@ -136,6 +136,20 @@ impl FromStr for Task {
     }
 }
 
+/// Stored by its code (`RED`).
+impl crate::row::ColumnValue for Task {
+    fn data_type() -> arrow::datatypes::DataType {
+        arrow::datatypes::DataType::Utf8
+    }
+    fn to_array<'a>(values: impl ExactSizeIterator<Item = &'a Self>) -> arrow::array::ArrayRef {
+        let codes: Vec<String> = values.map(|t| t.code().to_string()).collect();
+        String::to_array(codes.iter())
+    }
+    fn from_array(array: &dyn arrow::array::Array) -> Result<Vec<Option<Self>>, String> {
+        String::from_array(array)?.into_iter().map(|v| v.map(|code| code.parse::<Task>()).transpose()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,115 +5,110 @@
 
 use std::time::Duration;
 
-use some_tests::fleet::{assert_one_final_each, finals, instant, scalar, submit, worker};
+use some_tests::fleet::{Cluster, assert_one_final_each, finals, instant, scalar, submit, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_tests::{BROKER, Background, Vhost, lake_with_world, some, wait_until};
+use some_tests::{BROKER, Background, Vhost, some, wait_until};
 
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     let endpoint = instant();
     // 300 per task (SES has 154): 2,254 queries.
-    let run = submit(&lake, &vhost.url(), &endpoint.url, "300", &[]);
+    let run = submit(lake, queue, &endpoint.url, "300", &[]);
     assert!(run.planned >= 2000, "{}", run.planned);
-    let mut workers: Vec<Background> = (0..3).map(|_| worker(&lake, &vhost.url())).collect();
-    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 200), "no progress");
+    let mut workers: Vec<Background> = (0..3).map(|_| worker(lake, queue)).collect();
+    assert!(wait_until(Duration::from_secs(120), || finals(lake, &run.id) >= 200), "no progress");
     workers[0].kill();
-    workers.push(worker(&lake, &vhost.url()));
+    workers.push(worker(lake, queue));
     assert!(
-        wait_until(Duration::from_secs(300), || finals(&lake, &run.id) == run.planned),
+        wait_until(Duration::from_secs(300), || finals(lake, &run.id) == run.planned),
         "the run did not finish: {} of {}",
-        finals(&lake, &run.id),
+        finals(lake, &run.id),
         run.planned
     );
-    assert_one_final_each(&lake, &run.id);
-    let status = some(&lake, &[], &["status", &run.id]).ok().stdout;
+    assert_one_final_each(lake, &run.id);
+    let status = some(lake, &[], &["status", &run.id]).ok().stdout;
     assert!(status.contains("throughput"), "{status}");
 }
 
 #[test]
 fn a_hung_worker_loses_its_shards_to_the_others() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     // Slow enough that the first worker is mid-run when it hangs.
     let slow = ScriptedEndpoint::start(|_, _| Reply::Delayed(Duration::from_millis(50), "是".into()));
-    let run = submit(&lake, &vhost.url(), &slow.url, "30", &["--calls", "2"]);
-    let hung = worker(&lake, &vhost.url());
-    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 20), "no progress");
+    let run = submit(lake, queue, &slow.url, "30", &["--calls", "2"]);
+    let hung = worker(lake, queue);
+    assert!(wait_until(Duration::from_secs(120), || finals(lake, &run.id) >= 20), "no progress");
     // Alive but silent: no heartbeats, no acknowledgements. The broker
     // closes its connection and delivers what it held to the other worker.
     hung.signal("STOP");
-    let held = run.planned - finals(&lake, &run.id);
+    let held = run.planned - finals(lake, &run.id);
     assert!(held > 0, "the run finished before the worker hung");
-    let _healthy = worker(&lake, &vhost.url());
+    let _healthy = worker(lake, queue);
     assert!(
-        wait_until(Duration::from_secs(240), || finals(&lake, &run.id) == run.planned),
+        wait_until(Duration::from_secs(240), || finals(lake, &run.id) == run.planned),
         "the run did not finish: {} of {}",
-        finals(&lake, &run.id),
+        finals(lake, &run.id),
         run.planned
     );
-    assert_one_final_each(&lake, &run.id);
+    assert_one_final_each(lake, &run.id);
     // Woken, it may still commit the shards it held: the lake then has two
     // final rows for some queries, and every reader picks the same one.
     hung.signal("CONT");
     std::thread::sleep(Duration::from_secs(3));
-    let report = some(&lake, &[], &["report", &run.id]).ok().stdout;
+    let report = some(lake, &[], &["report", &run.id]).ok().stdout;
     assert!(report.contains(&format!("queries: {0} of {0} have a final result", run.planned)), "{report}");
 }
 
 #[test]
 fn a_shard_past_its_deadline_is_taken_back_and_run_again() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     // The first two calls hang for ten minutes; every later one answers at once.
     let endpoint = ScriptedEndpoint::start(|n, _| if n < 2 { Reply::Hang(Duration::from_secs(600)) } else { Reply::Text("是".into()) });
-    let run = submit(&lake, &vhost.url(), &endpoint.url, "3", &[]);
+    let run = submit(lake, queue, &endpoint.url, "3", &[]);
     // The calls would wait out the hang (15-minute time-out); the 3-second
     // job deadline takes the shard back and delivers it again.
     let _worker = Background::start(
-        &lake,
+        lake,
         &[],
-        &["worker", "--queue", &vhost.url(), "--concurrency", "2", "--timeout", "900", "--retries", "0", "--deadline", "3"],
+        &["worker", "--queue", queue, "--concurrency", "2", "--timeout", "900", "--retries", "0", "--deadline", "3"],
     );
     assert!(
-        wait_until(Duration::from_secs(90), || finals(&lake, &run.id) == run.planned),
+        wait_until(Duration::from_secs(90), || finals(lake, &run.id) == run.planned),
         "the run did not finish: {} of {}",
-        finals(&lake, &run.id),
+        finals(lake, &run.id),
         run.planned
     );
-    assert_one_final_each(&lake, &run.id);
-    let retried = scalar(&lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND attempt <> 1", run.id));
+    assert_one_final_each(lake, &run.id);
+    let retried = scalar(lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND attempt <> 1", run.id));
     assert_eq!(retried, 0, "a redelivered shard writes the same attempt");
 }
 
 #[test]
 fn the_broker_restarting_mid_run_loses_nothing() {
-    let _exclusive = BROKER.write().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::exclusive();
+    let (lake, queue) = (&c.lake, &c.queue);
     let endpoint = instant();
-    let run = submit(&lake, &vhost.url(), &endpoint.url, "100", &[]);
-    let _workers: Vec<Background> = (0..2).map(|_| worker(&lake, &vhost.url())).collect();
-    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) >= 50), "no progress");
+    let run = submit(lake, queue, &endpoint.url, "100", &[]);
+    let _workers: Vec<Background> = (0..2).map(|_| worker(lake, queue)).collect();
+    assert!(wait_until(Duration::from_secs(120), || finals(lake, &run.id) >= 50), "no progress");
     Vhost::restart_broker(Duration::from_secs(3));
     assert!(
-        wait_until(Duration::from_secs(300), || finals(&lake, &run.id) == run.planned),
+        wait_until(Duration::from_secs(300), || finals(lake, &run.id) == run.planned),
         "the run did not finish: {} of {}",
-        finals(&lake, &run.id),
+        finals(lake, &run.id),
         run.planned
     );
-    assert_one_final_each(&lake, &run.id);
+    assert_one_final_each(lake, &run.id);
 }
 
 #[test]
 fn a_failing_endpoint_marks_failures_and_rerun_completes_them() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     // One call in five fails (500 or 429), one in fifty hangs past the time-out.
     let flaky = ScriptedEndpoint::start(|n, _| match n % 50 {
         0 => Reply::Hang(Duration::from_secs(5)),
@@ -121,41 +116,40 @@ fn a_failing_endpoint_marks_failures_and_rerun_completes_them() {
         k if k % 5 == 2 => Reply::Status(429, Some(0)),
         _ => Reply::Text("是".into()),
     });
-    let run = submit(&lake, &vhost.url(), &flaky.url, "40", &[]);
-    let _workers: Vec<Background> = (0..2).map(|_| worker(&lake, &vhost.url())).collect();
+    let run = submit(lake, queue, &flaky.url, "40", &[]);
+    let _workers: Vec<Background> = (0..2).map(|_| worker(lake, queue)).collect();
     let settled = || {
         let failed =
-            scalar(&lake, &format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
-        finals(&lake, &run.id) + failed >= run.planned
+            scalar(lake, &format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
+        finals(lake, &run.id) + failed >= run.planned
     };
     assert!(wait_until(Duration::from_secs(300), settled), "the run did not settle");
     // With two in five calls failing and two retries, some episodes exhaust
     // their retries: they are recorded as failed, with the cause.
-    let failed = scalar(&lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
+    let failed = scalar(lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{}' AND NOT is_final", run.id));
     assert!(failed > 0, "no episode exhausted its retries");
-    let status = some(&lake, &[], &["status", &run.id]).ok().stdout;
+    let status = some(lake, &[], &["status", &run.id]).ok().stdout;
     assert!(["HTTP 500", "HTTP 429", "no answer within"].iter().any(|c| status.contains(&format!("model_error: {c}"))), "{status}");
     // The endpoint is healthy again at another address: rerun finishes the rest.
     let healthy = instant();
-    some(&lake, &[], &["rerun", &run.id, "--queue", &vhost.url(), "--endpoint", &healthy.url, "--wait"]).ok();
-    assert_eq!(finals(&lake, &run.id), run.planned);
-    assert_one_final_each(&lake, &run.id);
-    let again = some(&lake, &[], &["rerun", &run.id, "--queue", &vhost.url()]).ok();
+    some(lake, &[], &["rerun", &run.id, "--queue", queue, "--endpoint", &healthy.url, "--wait"]).ok();
+    assert_eq!(finals(lake, &run.id), run.planned);
+    assert_one_final_each(lake, &run.id);
+    let again = some(lake, &[], &["rerun", &run.id, "--queue", queue]).ok();
     assert!(again.stdout.contains("every query has a final result"), "{}", again.stdout);
 }
 
 #[test]
 fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     let endpoint = instant();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = rt.block_on(some_workers::queue::open(&vhost.url())).unwrap();
+    let queue = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
     rt.block_on(queue.publish(some_schemas::JobKind::Episode, b"{\"job\": \"episodes\", \"garbage\": true}".to_vec())).unwrap();
-    let run = submit(&lake, &vhost.url(), &endpoint.url, "5", &[]);
-    let _worker = worker(&lake, &vhost.url());
-    assert!(wait_until(Duration::from_secs(120), || finals(&lake, &run.id) == run.planned), "the run did not finish");
+    let run = submit(lake, queue, &endpoint.url, "5", &[]);
+    let _worker = worker(lake, queue);
+    assert!(wait_until(Duration::from_secs(120), || finals(lake, &run.id) == run.planned), "the run did not finish");
     let dead = rt.block_on(queue.dead_letters(some_schemas::JobKind::Episode)).unwrap();
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(dead[0].reason.starts_with("undecodable job message"), "{}", dead[0].reason);
@@ -164,21 +158,20 @@ fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
 
 #[test]
 fn cancelling_a_run_stops_its_shards() {
-    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
-    let vhost = Vhost::create();
-    let (_dir, lake) = lake_with_world();
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
     let endpoint = instant();
-    let run = submit(&lake, &vhost.url(), &endpoint.url, "50", &[]);
-    some(&lake, &[], &["cancel", &run.id]).ok();
-    let _worker = worker(&lake, &vhost.url());
+    let run = submit(lake, queue, &endpoint.url, "50", &[]);
+    some(lake, &[], &["cancel", &run.id]).ok();
+    let _worker = worker(lake, queue);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = rt.block_on(some_workers::queue::open(&vhost.url())).unwrap();
+    let queue = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
     assert!(
         wait_until(Duration::from_secs(60), || rt.block_on(queue.depth(some_schemas::JobKind::Episode)).unwrap() == 0),
         "shards were not drained"
     );
-    assert_eq!(finals(&lake, &run.id), 0, "a cancelled run's shards ran");
-    let rerun = some(&lake, &[], &["rerun", &run.id]);
+    assert_eq!(finals(lake, &run.id), 0, "a cancelled run's shards ran");
+    let rerun = some(lake, &[], &["rerun", &run.id]);
     assert!(rerun.stderr.contains("was cancelled"), "{}", rerun.stderr);
 }
 
@@ -186,6 +179,7 @@ fn cancelling_a_run_stops_its_shards() {
 fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
     let vhost = Vhost::create();
+    let queue = &vhost.url();
     let mut s3 = some_tests::S3Server::start("lake");
     let env = s3.env();
     let lake = "s3://lake/runs";
@@ -195,13 +189,13 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     let out = some(
         lake,
         &env,
-        &["run", "--queue", &vhost.url(), "--sample", "60", "--model", "scripted", "--endpoint", &endpoint.url, "--shard-size", "10"],
+        &["run", "--queue", queue, "--sample", "60", "--model", "scripted", "--endpoint", &endpoint.url, "--shard-size", "10"],
     )
     .ok();
     let id = out.stderr.lines().find_map(|l| l.strip_prefix("run ")).and_then(|l| l.split(':').next()).unwrap().to_string();
     let planned: usize = 8 * 60;
     let _workers: Vec<Background> =
-        (0..2).map(|_| Background::start(lake, &env, &["worker", "--queue", &vhost.url(), "--concurrency", "2"])).collect();
+        (0..2).map(|_| Background::start(lake, &env, &["worker", "--queue", queue, "--concurrency", "2"])).collect();
     let count = |sql: &str| -> Option<usize> {
         let out = some(lake, &env, &["sql", "--format", "csv", sql]);
         (out.status == 0).then(|| out.stdout.lines().nth(1).and_then(|v| v.parse().ok())).flatten()
@@ -231,6 +225,7 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
 fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
     let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
     let vhost = Vhost::create();
+    let queue = &vhost.url();
     // A few MID claims make a world small enough to embed quickly.
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("datasets/misinformation_detection");
@@ -239,19 +234,19 @@ fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
                      "2.json": {"claim": "The river flooded twice last spring.", "label": "true"},
                      "3.json": {"claim": "The mayor opened three new schools.", "label": "half"}}"#;
     std::fs::write(data.join("ground_truth.json"), claims).unwrap();
-    let lake = dir.path().join("lake").to_str().unwrap().to_string();
-    some(&lake, &[], &["ingest", "queries", dir.path().join("datasets").to_str().unwrap()]).ok();
-    some(&lake, &[], &["synth", "--scale", "small"]).ok();
-    some(&lake, &[], &["models", "fetch", "all-minilm-l6-v2"]).ok();
-    let knowledge = some(&lake, &[], &["embed", "knowledge", "--queue", &vhost.url()]).ok();
+    let lake = &dir.path().join("lake").to_str().unwrap().to_string();
+    some(lake, &[], &["ingest", "queries", dir.path().join("datasets").to_str().unwrap()]).ok();
+    some(lake, &[], &["synth", "--scale", "small"]).ok();
+    some(lake, &[], &["models", "fetch", "all-minilm-l6-v2"]).ok();
+    let knowledge = some(lake, &[], &["embed", "knowledge", "--queue", queue]).ok();
     assert!(knowledge.stdout.contains("published 1 embedding jobs"), "{}", knowledge.stdout);
-    let posts = some(&lake, &[], &["embed", "posts", "--queue", &vhost.url()]).ok();
+    let posts = some(lake, &[], &["embed", "posts", "--queue", queue]).ok();
     assert!(posts.stdout.contains("embedding jobs"), "{}", posts.stdout);
 
-    let _worker = Background::start(&lake, &[], &["worker", "--kind", "compute", "--queue", &vhost.url()]);
-    let expected = scalar(&lake, "SELECT (SELECT count(*) FROM knowledge) + (SELECT count(*) FROM posts) AS n");
-    let embedded = || scalar(&lake, "SELECT count(DISTINCT collection || '/' || id) AS n FROM embeddings WHERE model = 'all-minilm-l6-v2'");
+    let _worker = Background::start(lake, &[], &["worker", "--kind", "compute", "--queue", queue]);
+    let expected = scalar(lake, "SELECT (SELECT count(*) FROM knowledge) + (SELECT count(*) FROM posts) AS n");
+    let embedded = || scalar(lake, "SELECT count(DISTINCT collection || '/' || id) AS n FROM embeddings WHERE model = 'all-minilm-l6-v2'");
     assert!(wait_until(Duration::from_secs(240), || embedded() == expected), "embedded {} of {expected}", embedded());
-    let dims = some(&lake, &[], &["sql", "--format", "csv", "SELECT DISTINCT dim FROM embeddings"]).ok().stdout;
+    let dims = some(lake, &[], &["sql", "--format", "csv", "SELECT DISTINCT dim FROM embeddings"]).ok().stdout;
     assert_eq!(dims, "dim\n384\n");
 }

@@ -74,7 +74,7 @@ fn a_bad_file_fails_its_unit_and_resume_commits_once_it_is_fixed() {
     assert_eq!(scalar(lake, "SELECT count(*) AS n FROM posts"), 0, "the good unit is staged, not visible");
 
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = rt.block_on(some_workers::queue::open(&vhost.url())).unwrap();
+    let queue = rt.block_on(some_workers::queue::open(&vhost.url().parse().unwrap())).unwrap();
     let dead = rt.block_on(queue.dead_letters(some_schemas::JobKind::Ingest)).unwrap();
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(dead[0].reason.contains("123.json: at weibo: expected a list of posts"), "{}", dead[0].reason);

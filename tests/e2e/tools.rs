@@ -10,39 +10,23 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::kernels::CpuKernels;
-use some_jobs::model::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
+use some_jobs::chat::{ChatResponse, Usage};
+use some_jobs::testing::ScriptedModel;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Timestamp, UserRow, buckets};
-use some_workers::backend::LakeBackend;
+use some_workers::world::LakeBackend;
 use some_workers::{Lake, LakeLocation};
 
 const MODEL: &str = "test-4d";
 
 fn post(source: PostSource, id: &str, at: &str, content: &str) -> PostRow {
     PostRow {
-        post_id: id.into(),
         published_at: Timestamp::parse(at),
-        area: None,
-        topic: None,
-        uid: None,
         nickname: Some("小兔子".into()),
         platform: Some("微博".into()),
-        title: None,
-        content: content.into(),
-        description: None,
         ocr: Some(String::new()),
         location: Some("北京".into()),
-        client: None,
-        reposts: None,
-        comments: None,
-        likes: None,
-        pic_num: None,
-        pictures: None,
-        video: None,
-        rca_list: None,
-        extra: None,
-        source: source.as_str().into(),
-        bucket: String::new(),
+        ..PostRow::new(id, content, source, "")
     }
 }
 
@@ -153,29 +137,18 @@ impl Embedder for KeywordEmbedder {
 }
 
 /// Answers the two summarization prompts with fixed JSON.
-struct ScriptedSummarizer;
-
-#[async_trait::async_trait]
-impl ChatModel for ScriptedSummarizer {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+fn scripted_summarizer() -> ScriptedModel {
+    ScriptedModel::new("scripted", |request| {
         let prompt = &request.messages[0].content;
         let content = if prompt.contains("输入摘要：") {
-            r#"{"title": "北京地铁10号线早高峰故障致乘客滞留", "location": "北京"}"#.to_string()
+            r#"{"title": "北京地铁10号线早高峰故障致乘客滞留", "location": "北京"}"#
         } else if prompt.contains("地铁") {
-            "<think>先看新闻</think>```json\n{\"summary\": \"北京地铁10号线早高峰发生故障，国贸站大量乘客滞留，引发关注\", \"time\": \"2025.05.01\"}\n```".to_string()
+            "<think>先看新闻</think>```json\n{\"summary\": \"北京地铁10号线早高峰发生故障，国贸站大量乘客滞留，引发关注\", \"time\": \"2025.05.01\"}\n```"
         } else {
-            r#"{"summary": "无", "time": "xxxx.xx.xx"}"#.to_string()
+            r#"{"summary": "无", "time": "xxxx.xx.xx"}"#
         };
-        Ok(ChatResponse {
-            content,
-            usage: Usage { prompt_tokens: 10, completion_tokens: 5 },
-            model: "scripted".into(),
-            ..Default::default()
-        })
-    }
+        Ok(ChatResponse { content: content.into(), usage: Usage { prompt_tokens: 10, completion_tokens: 5 }, model: "scripted".into(), ..Default::default() })
+    })
 }
 
 async fn lake_with_world() -> (tempfile::TempDir, Lake) {
@@ -237,8 +210,8 @@ async fn transcript(settings: &ToolSettings) -> String {
     let (_dir, lake) = lake_with_world().await;
     let backend = LakeBackend::new(lake).unwrap();
     let kernels = CpuKernels::new(2);
-    let ctx =
-        ToolContext { backend: &backend, kernels: &kernels, embedder: Some(&KeywordEmbedder), chat: Some(&ScriptedSummarizer), settings };
+    let summarizer = scripted_summarizer();
+    let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: Some(&KeywordEmbedder), chat: Some(&summarizer), settings };
     let mut folders = Folders::default();
     let mut out = String::new();
     for (i, (tool, args)) in script().into_iter().enumerate() {

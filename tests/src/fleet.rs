@@ -1,8 +1,46 @@
 //! Runs through a broker with worker processes: submitting, the workers,
 //! and reading what the lake holds.
 
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
+
 use crate::scripted::{Reply, ScriptedEndpoint};
-use crate::{Background, some};
+use crate::{BROKER, Background, Vhost, lake_with_world, some};
+
+/// How a test holds the machine's broker.
+enum BrokerHold {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+/// What a test through the broker starts from: a lake with the world, a
+/// vhost of its own, and its hold on the broker (exclusive for a test that
+/// restarts it). Everything is removed on drop.
+pub struct Cluster {
+    pub lake: String,
+    /// The AMQP URL of the test's vhost.
+    pub queue: String,
+    _dir: tempfile::TempDir,
+    _vhost: Vhost,
+    _hold: BrokerHold,
+}
+
+impl Cluster {
+    /// Beside other tests on the broker.
+    pub fn shared() -> Cluster {
+        Cluster::with(BrokerHold::Shared(BROKER.read().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    /// Alone on the broker, to restart it.
+    pub fn exclusive() -> Cluster {
+        Cluster::with(BrokerHold::Exclusive(BROKER.write().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    fn with(hold: BrokerHold) -> Cluster {
+        let vhost = Vhost::create();
+        let (dir, lake) = lake_with_world();
+        Cluster { lake, queue: vhost.url(), _dir: dir, _vhost: vhost, _hold: hold }
+    }
+}
 
 /// Answers every call at once with a label (agent and judge alike).
 pub fn instant() -> ScriptedEndpoint {

@@ -13,12 +13,11 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use some_jobs::agent::AgentSettings;
 use some_jobs::synth::Scale;
-use some_jobs::tools::ToolSettings;
-use some_workers::coordinator::{progress, publish_shards};
-use some_workers::runner::{JudgeSettingsSpec, RunSpec};
-use some_workers::runs::{plan_queries, record_event};
+use some_schemas::RunId;
+use some_workers::coordinator::publish_shards;
+use some_workers::runs::progress::progress;
+use some_workers::runs::{RunSpec, plan_queries, record_event};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,21 +33,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (lake, queries) = common::lake_with_world(dir.path(), scale).await?;
     println!("world ({scale:?}) written in {:.1} s", started.elapsed().as_secs_f64());
     let endpoint = common::instant_endpoint().await?;
-    let queue = some_workers::queue::open(&queue_url).await?;
+    let queue = some_workers::queue::open(&queue_url.parse()?).await?;
 
     let planned = plan_queries(&queries, &[], None, 0);
     let spec = RunSpec {
-        run_id: format!("bench-{}", std::process::id()),
-        model: "instant".into(),
-        endpoints: vec![endpoint.clone()],
-        judge_model: "instant".into(),
-        judge_endpoints: vec![endpoint],
-        agent: AgentSettings::default(),
-        tools: ToolSettings::default(),
-        judge: JudgeSettingsSpec::default(),
-        queries: planned.clone(),
         shard_size: 100,
         concurrency: 32,
+        ..RunSpec::new(RunId(format!("bench-{}", std::process::id())), "instant", vec![endpoint], planned.clone())
     };
     record_event(&lake, &spec, some_schemas::RunEvent::Submitted).await?;
     let lake_dir = dir.path().join("lake");
@@ -72,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
-    let todo: Vec<(String, i32)> = planned.iter().map(|q| (q.clone(), 1)).collect();
+    let todo = spec.first_attempts();
     publish_shards(queue.as_ref(), &spec, &todo, 1).await?;
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;

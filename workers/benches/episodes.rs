@@ -12,14 +12,11 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use some_jobs::agent::AgentSettings;
 use some_jobs::progress::NoProgress;
 use some_jobs::synth::Scale;
-use some_jobs::tools::ToolSettings;
 use some_workers::coordinator::run_in_process;
 use some_workers::llm::ClientSettings;
-use some_workers::runner::{JudgeSettingsSpec, RunSpec};
-use some_workers::runs::{plan_queries, read_run, record_event};
+use some_workers::runs::{RunSpec, plan_queries, read_run, record_event};
 use some_workers::worker::WorkerConfig;
 
 #[tokio::main]
@@ -32,21 +29,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // An even mix of the tasks, as a full run has.
     let per_task = n.div_ceil(8);
     let planned = plan_queries(&queries, &[], Some(per_task), 0);
-    let spec = RunSpec {
-        run_id: "bench".into(),
-        model: "instant".into(),
-        endpoints: vec![endpoint.clone()],
-        judge_model: "instant".into(),
-        judge_endpoints: vec![endpoint],
-        agent: AgentSettings::default(),
-        tools: ToolSettings::default(),
-        judge: JudgeSettingsSpec::default(),
-        queries: planned.clone(),
-        shard_size: 100,
-        concurrency: 32,
-    };
+    let spec = RunSpec { shard_size: 100, concurrency: 32, ..RunSpec::new("bench".into(), "instant", vec![endpoint], planned.clone()) };
     record_event(&lake, &spec, some_schemas::RunEvent::Submitted).await?;
-    let todo: Vec<(String, i32)> = planned.iter().map(|q| (q.clone(), 1)).collect();
+    let todo = spec.first_attempts();
     let config = WorkerConfig {
         concurrency: 4,
         deadline: Duration::from_secs(600),
@@ -57,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dead = run_in_process(&lake, &spec, &todo, config, Arc::new(NoProgress)).await?;
     let secs = started.elapsed().as_secs_f64();
     assert!(dead.is_empty(), "{dead:?}");
-    let finals = read_run(&lake, "bench").await?.finals(some_schemas::PRIMARY_JUDGING).len();
+    let finals = read_run(&lake, &spec.run_id).await?.finals(some_schemas::PRIMARY_JUDGING).len();
     assert_eq!(finals, todo.len(), "every query has one final result");
     println!("episodes: {finals} in {secs:.2} s: {:.0} episodes/s (target >= 500), results committed to the lake", finals as f64 / secs);
     Ok(())

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::prelude::{col, lit};
-use some_jobs::ingest::queries::read_bundled;
+use some_jobs::queries::read_bundled;
 use some_jobs::progress::NoProgress;
 use some_jobs::synth::{Scale, SynthConfig, World};
 use some_schemas::{Task, buckets};
@@ -59,11 +59,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .table("posts")
             .await?
             .filter(
-                col("source")
+                col(posts::source)
                     .eq(lit("raw"))
-                    .and(col("bucket").eq(lit(buckets::raw(&start.day(), location))))
-                    .and(col("published_at").gt_eq(lit(datafusion::scalar::ScalarValue::TimestampSecond(Some(start.0), None))))
-                    .and(col("published_at").lt(lit(datafusion::scalar::ScalarValue::TimestampSecond(Some(end.0), None)))),
+                    .and(col(posts::bucket).eq(lit(buckets::raw(&start.day(), location))))
+                    .and(col(posts::published_at).gt_eq(lit(datafusion::scalar::ScalarValue::TimestampSecond(Some(start.0), None))))
+                    .and(col(posts::published_at).lt(lit(datafusion::scalar::ScalarValue::TimestampSecond(Some(end.0), None)))),
             )?
             .select_columns(&["post_id", "content", "platform", "title", "published_at", "ocr", "nickname", "location"])?;
         let batches = df.collect().await?;

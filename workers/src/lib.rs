@@ -1,23 +1,33 @@
-//! The processes and backends of `some`: the lake (Parquet on an object
-//! store, DataFusion SQL), and, as they arrive, the queues, model clients and
-//! compute kernels that jobs run against.
+//! The processes and backends of `some`.
+//!
+//! Services, each behind one module, which jobs run against:
+//! - [`lake`]: Parquet tables on one object store (a local folder or S3),
+//!   read with DataFusion through that same store;
+//! - [`queue`]: RabbitMQ and the in-process queue, with the same semantics;
+//! - [`llm`]: chat and embedding clients for OpenAI-compatible endpoints,
+//!   the built-in chat models in-process, and serving them over HTTP;
+//! - [`models`]: the built-in models' files (which, from where, installed);
+//! - [`embed`]: the built-in embedder and storing vectors in the lake;
+//! - [`world`]: filling the lake with queries and worlds, checking it, and
+//!   reading it for the tools; [`mcp`] serves the tools over MCP.
+//!
+//! The lifecycle of work:
+//! - [`runs`]: a run's record and results, running and judging its shards,
+//!   its report and comparisons;
+//! - [`coordinator`]: plans work and publishes it as jobs;
+//! - [`worker`]: the loop that takes a job, runs it, commits, acknowledges.
+//!
+//! Every fallible call returns the one [`Error`], which says whether trying
+//! again may help.
 
-pub mod backend;
-pub mod check;
-pub mod compare;
 pub mod coordinator;
 pub mod embed;
-pub mod embedding;
 pub mod error;
-pub mod ingestion;
-pub mod judging;
 pub mod lake;
 pub mod llm;
 pub mod mcp;
 pub mod models;
 pub mod queue;
-pub mod report;
-pub mod runner;
 pub mod runs;
 pub mod worker;
 pub mod world;

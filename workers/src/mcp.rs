@@ -19,11 +19,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use some_jobs::embed::Embedder;
 use some_jobs::kernels::CpuKernels;
-use some_jobs::model::ChatModel;
+use some_jobs::chat::ChatModel;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use tokio::sync::Mutex;
 
-use crate::backend::LakeBackend;
+use crate::world::LakeBackend;
 use crate::error::{Error, Result};
 
 /// What the server's tools run against.
@@ -60,8 +60,8 @@ impl SomeMcp {
 
     /// Serves one client on standard input and output until it disconnects.
     pub async fn serve_stdio(self) -> Result<()> {
-        let running = self.serve(rmcp::transport::stdio()).await.map_err(|e| Error::Other(format!("mcp: {e}")))?;
-        running.waiting().await.map_err(|e| Error::Other(format!("mcp: {e}")))?;
+        let running = self.serve(rmcp::transport::stdio()).await.map_err(|e| Error::Task(format!("mcp: {e}")))?;
+        running.waiting().await.map_err(|e| Error::Task(format!("mcp: {e}")))?;
         Ok(())
     }
 
@@ -80,8 +80,8 @@ impl SomeMcp {
             StreamableHttpServerConfig::default(),
         );
         let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Other(format!("mcp: cannot listen on {addr}: {e}")))?;
-        let local = listener.local_addr().map_err(|e| Error::Other(e.to_string()))?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(Error::io(format!("mcp: listening on {addr}")))?;
+        let local = listener.local_addr().map_err(Error::io("mcp: the listening address"))?;
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
                 tracing::error!(error = %e, "mcp http server stopped");

@@ -20,25 +20,23 @@
 //!   any duplicate a race leaves deterministically).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::prelude::{col, lit};
 use some_jobs::embed::Embedder as _;
 use some_jobs::progress::Progress;
-use some_schemas::{EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, QueryId};
+use some_schemas::{Attempt, EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, QueryId, RunId, episodes};
 use tokio::sync::{Mutex, Semaphore, watch};
 
-use crate::embed::MiniLm;
-use crate::embedding::{EmbedPartition, embed_partition};
-use crate::error::Error;
-use crate::ingestion::{UnitError, UnitOutcome, run_unit};
-use crate::judging::{JudgeRunner, load_judging};
+use crate::embed::{EmbedPartition, MiniLm, embed_partition};
+use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Delivery, Queue};
-use crate::runner::{RunSpec, Runner};
-use crate::runs::load_run;
+use crate::runs::{JudgeRunner, Runner, RunSpec, load_run};
+use crate::world::ingest::{UnitOutcome, run_unit};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -52,53 +50,42 @@ pub struct WorkerConfig {
     pub threads: usize,
 }
 
-/// Why a job did not complete.
-#[derive(Debug)]
-enum JobError {
-    /// Trying again cannot help (an unknown run, an unreadable file):
-    /// dead-letter.
-    Permanent(String),
-    /// Trying again may (an endpoint or the store was down): requeue.
-    Transient(String),
-}
-
-impl JobError {
-    /// The same error, saying what was being done.
-    fn context(self, doing: &str) -> JobError {
-        match self {
-            JobError::Permanent(e) => JobError::Permanent(format!("{doing}: {e}")),
-            JobError::Transient(e) => JobError::Transient(format!("{doing}: {e}")),
-        }
-    }
-}
-
-impl From<Error> for JobError {
-    fn from(e: Error) -> JobError {
-        match e {
-            Error::Unknown(_) | Error::Input(_) => JobError::Permanent(e.to_string()),
-            other => JobError::Transient(other.to_string()),
-        }
-    }
-}
-
 /// How long a failed delivery is held before it is requeued: doubling
 /// from 1 s, so the deliveries a queue allows span about half a minute.
 fn retry_pause(earlier_deliveries: u32) -> Duration {
     Duration::from_secs(1 << earlier_deliveries.min(5))
 }
 
-/// A run's runner and the spec it was built from.
-type RunnerFor = (Arc<Runner>, Arc<RunSpec>);
+/// Values built once per key and shared (a run's runner, a judging's
+/// judge): their models and queries load once per process.
+struct Cache<V> {
+    entries: Mutex<HashMap<String, Arc<V>>>,
+}
+
+impl<V> Cache<V> {
+    fn new() -> Cache<V> {
+        Cache { entries: Mutex::new(HashMap::new()) }
+    }
+
+    async fn get_or_build(&self, key: String, build: impl Future<Output = Result<V>>) -> Result<Arc<V>> {
+        let mut entries = self.entries.lock().await;
+        if let Some(v) = entries.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(build.await?);
+        entries.insert(key, v.clone());
+        Ok(v)
+    }
+}
 
 pub struct Worker {
     lake: Lake,
     queue: Arc<dyn Queue>,
     config: WorkerConfig,
-    /// A runner per run and endpoints (a rerun may move them): its models
-    /// and queries load once.
-    runners: Mutex<HashMap<String, RunnerFor>>,
+    /// A runner per run and endpoints (a rerun may move them).
+    runners: Cache<(Runner, RunSpec)>,
     /// A judge per judging and endpoints, likewise.
-    judges: Mutex<HashMap<String, Arc<JudgeRunner>>>,
+    judges: Cache<JudgeRunner>,
     progress: Arc<dyn Progress>,
     /// The built-in embedder, loaded by the first embedding job.
     embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
@@ -110,8 +97,8 @@ impl Worker {
             lake,
             queue,
             config,
-            runners: Mutex::new(HashMap::new()),
-            judges: Mutex::new(HashMap::new()),
+            runners: Cache::new(),
+            judges: Cache::new(),
             progress,
             embedder: tokio::sync::OnceCell::new(),
         })
@@ -162,12 +149,12 @@ impl Worker {
 
     async fn handle(&self, delivery: Delivery) {
         let (label, outcome) = match JobMessage::from_bytes(&delivery.body) {
-            Err(e) => (None, Err(JobError::Permanent(e))),
+            Err(e) => (None, Err(Error::Invalid(e))),
             Ok(JobMessage { job, .. }) => {
                 let redelivered = delivery.delivery_count > 0;
                 let outcome = match tokio::time::timeout(self.config.deadline, self.run_job(&job, redelivered)).await {
                     Ok(outcome) => outcome,
-                    Err(_) => Err(JobError::Transient(format!("past its deadline of {} s", self.config.deadline.as_secs()))),
+                    Err(_) => Err(Error::Task(format!("past its deadline of {} s", self.config.deadline.as_secs()))),
                 };
                 (Some(job.label()), outcome)
             }
@@ -175,20 +162,20 @@ impl Worker {
         let named = |e: &str| label.as_ref().map_or_else(|| e.to_string(), |l| format!("{l}: {e}"));
         let settled = match outcome {
             Ok(()) => delivery.ack().await,
-            Err(JobError::Permanent(e)) => {
-                tracing::error!(error = %named(&e), "dead-lettering a job");
-                delivery.dead_letter(&named(&e)).await
+            Err(e) if !e.is_retryable() => {
+                tracing::error!(error = %named(&e.to_string()), "dead-lettering a job");
+                delivery.dead_letter(&named(&e.to_string())).await
             }
-            Err(JobError::Transient(e)) if delivery.is_last_try() => {
+            Err(e) if delivery.is_last_try() => {
                 let reason = named(&format!("gave up after {} deliveries: {e}", delivery.delivery_count + 1));
                 tracing::error!(error = %reason, "dead-lettering a job");
                 delivery.dead_letter(&reason).await
             }
-            Err(JobError::Transient(e)) => {
+            Err(e) => {
                 // Held, not requeued at once: a store or endpoint that is
                 // down for seconds would otherwise use up every delivery.
                 let pause = retry_pause(delivery.delivery_count);
-                tracing::warn!(error = %named(&e), pause_s = pause.as_secs(), "job failed; requeueing after a pause");
+                tracing::warn!(error = %named(&e.to_string()), pause_s = pause.as_secs(), "job failed; requeueing after a pause");
                 tokio::time::sleep(pause).await;
                 delivery.retry().await
             }
@@ -199,109 +186,83 @@ impl Worker {
         }
     }
 
-    async fn run_job(&self, job: &Job, redelivered: bool) -> Result<(), JobError> {
+    async fn run_job(&self, job: &Job, redelivered: bool) -> Result<()> {
         match job {
-            Job::Episodes { run_id, queries, .. } => self.run_shard(run_id.as_str(), queries, redelivered).await,
-            Job::Judge { run_id, judging, query_ids, .. } => self.judge_shard(run_id.as_str(), judging, query_ids).await,
-            Job::Ingest { ingestion, unit } => match run_unit(&self.lake, ingestion, *unit).await {
-                Ok(outcome) => {
-                    self.progress.advance(1);
-                    if let UnitOutcome::Committed(record) = outcome {
-                        tracing::info!(ingestion, rows = record.rows, parts = record.parts, "ingestion committed");
-                    }
-                    Ok(())
+            Job::Episodes { run_id, queries, .. } => self.run_shard(run_id, queries, redelivered).await,
+            Job::Judge { run_id, judging, query_ids, .. } => self.judge_shard(run_id, judging, query_ids).await,
+            Job::Ingest { ingestion, unit } => {
+                let outcome = run_unit(&self.lake, ingestion, *unit).await?;
+                self.progress.advance(1);
+                if let UnitOutcome::Committed(record) = outcome {
+                    tracing::info!(ingestion, rows = record.rows, parts = record.parts, "ingestion committed");
                 }
-                Err(UnitError::Permanent(e)) => Err(JobError::Permanent(e)),
-                Err(UnitError::Transient(e)) => Err(JobError::Transient(e.to_string())),
-            },
+                Ok(())
+            }
             Job::Embed { collection, model, partition } => self.embed(collection, model, partition).await,
         }
     }
 
     /// Embeds one partition with the built-in embedder (loaded once).
-    async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<(), JobError> {
-        let part = EmbedPartition::parse(partition).map_err(JobError::Permanent)?;
+    async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<()> {
+        let part = EmbedPartition::parse(partition).map_err(Error::Invalid)?;
         if part.name().split('/').next() != Some(collection) {
-            return Err(JobError::Permanent(format!("partition {partition} is not of collection {collection}")));
+            return Err(Error::Invalid(format!("partition {partition} is not of collection {collection}")));
         }
-        let embedder = self
-            .embedder
-            .get_or_try_init(|| async { MiniLm::load_installed().map(Arc::new) })
-            .await
-            .map_err(|e| JobError::Permanent(e.to_string()))?;
+        let embedder = self.embedder.get_or_try_init(|| async { MiniLm::load_installed().map(Arc::new) }).await?;
         if embedder.model() != model {
-            return Err(JobError::Permanent(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
+            return Err(Error::Invalid(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
         }
-        embed_partition(&self.lake, embedder.as_ref(), &part, self.progress.as_ref())
-            .await
-            .map(drop)
-            .map_err(|e| JobError::Transient(e.to_string()))
+        embed_partition(&self.lake, embedder.as_ref(), &part, self.progress.as_ref()).await.map(drop)
     }
 
-    async fn runner(&self, run_id: &str) -> Result<Option<RunnerFor>, JobError> {
-        let (spec, cancelled) = load_run(&self.lake, run_id).await?;
-        if cancelled {
-            return Ok(None);
+    async fn run_shard(&self, run_id: &RunId, queries: &[QueryAttempt], redelivered: bool) -> Result<()> {
+        let record = load_run(&self.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "run cancelled: dropping its shard");
+            return Ok(());
         }
+        let spec = record.spec;
         let key = format!("{run_id} {:?} {:?}", spec.endpoints, spec.judge_endpoints);
-        let mut runners = self.runners.lock().await;
-        if let Some(r) = runners.get(&key) {
-            return Ok(Some(r.clone()));
-        }
-        let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
+        let runner = self
+            .runners
+            .get_or_build(key, async {
+                let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads).await?;
+                Ok((runner, spec.clone()))
+            })
             .await
             // A store that is down is worth waiting for; an unknown model is not.
-            .map_err(|e| JobError::from(e).context(&format!("cannot set up run {run_id}")))?;
-        let entry = (Arc::new(runner), Arc::new(spec));
-        runners.insert(key, entry.clone());
-        Ok(Some(entry))
-    }
-
-    async fn run_shard(&self, run_id: &str, queries: &[QueryAttempt], redelivered: bool) -> Result<(), JobError> {
-        let Some((runner, spec)) = self.runner(run_id).await? else {
-            tracing::info!(run = run_id, "run cancelled: dropping its shard");
-            return Ok(());
-        };
-        let mut todo: Vec<(String, i32)> = queries.iter().map(|q| (q.query_id.0.clone(), q.attempt)).collect();
+            .map_err(|e| e.context(format!("cannot set up run {run_id}")))?;
+        let mut todo = queries.to_vec();
         if redelivered {
-            let done = self.already_final(run_id, &todo).await.map_err(JobError::Transient)?;
-            todo.retain(|(q, a)| !done.contains(&(q.clone(), *a)));
+            let done = self.already_final(run_id, &todo).await?;
+            todo.retain(|q| !done.contains(&(q.query_id.clone(), q.attempt)));
         }
         if todo.is_empty() {
             return Ok(());
         }
-        runner.run_shard(&spec, &todo, self.progress.as_ref()).await.map(|_| ()).map_err(|e| JobError::Transient(e.to_string()))
+        let (runner, spec) = runner.as_ref();
+        runner.run_shard(spec, &todo, self.progress.as_ref()).await.map(drop)
     }
 
     /// Scores the final episodes of a judge shard that its judging has no
     /// score for yet; fails (to be tried again) if the judge could not be
     /// reached for some, after committing the others.
-    async fn judge_shard(&self, run_id: &str, judging: &str, query_ids: &[QueryId]) -> Result<(), JobError> {
-        let (spec, cancelled) = load_judging(&self.lake, run_id, judging).await?;
-        if cancelled {
-            tracing::info!(run = run_id, "run cancelled: dropping its judge shard");
+    async fn judge_shard(&self, run_id: &RunId, judging: &str, query_ids: &[QueryId]) -> Result<()> {
+        let record = load_run(&self.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "run cancelled: dropping its judge shard");
             return Ok(());
         }
+        let spec = record.judging(judging)?.clone();
         let key = format!("{run_id} {judging} {:?}", spec.judge_endpoints);
-        let judge = {
-            let mut judges = self.judges.lock().await;
-            match judges.get(&key) {
-                Some(j) => j.clone(),
-                None => {
-                    let judge = JudgeRunner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads)
-                        .await
-                        .map_err(|e| JobError::from(e).context(&format!("cannot set up judging {judging} of run {run_id}")))?;
-                    judges.entry(key).or_insert(Arc::new(judge)).clone()
-                }
-            }
-        };
-        let ids: Vec<String> = query_ids.iter().map(|q| q.0.clone()).collect();
-        let done = judge
-            .judge_shard(&spec, &ids, self.config.client.concurrency, self.progress.as_ref())
+        let judge = self
+            .judges
+            .get_or_build(key, JudgeRunner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads))
             .await
-            .map_err(|e| JobError::Transient(e.to_string()))?;
+            .map_err(|e| e.context(format!("cannot set up judging {judging} of run {run_id}")))?;
+        let done = judge.judge_shard(&spec, query_ids, self.config.client.concurrency, self.progress.as_ref()).await?;
         if done.unavailable > 0 {
-            return Err(JobError::Transient(format!(
+            return Err(Error::Task(format!(
                 "the judge could not score {} episodes: {}",
                 done.unavailable,
                 done.first_error.unwrap_or_default()
@@ -311,11 +272,12 @@ impl Worker {
     }
 
     /// Which (query, attempt) pairs of a shard already have a final result.
-    async fn already_final(&self, run_id: &str, todo: &[(String, i32)]) -> Result<HashSet<(String, i32)>, String> {
-        let ctx = self.lake.session().map_err(|e| e.to_string())?;
-        let ids = todo.iter().map(|(q, _)| lit(q.clone())).collect();
-        let filter = col("run_id").eq(lit(run_id)).and(col("is_final")).and(col("query_id").in_list(ids, false));
-        let rows: Vec<EpisodeRow> = self.lake.read(&ctx, Some(filter)).await.map_err(|e| e.to_string())?;
+    async fn already_final(&self, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
+        let ctx = self.lake.session()?;
+        let ids = todo.iter().map(|q| lit(q.query_id.as_str())).collect();
+        let filter =
+            col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::is_final)).and(col(episodes::query_id).in_list(ids, false));
+        let rows: Vec<EpisodeRow> = self.lake.read(&ctx, Some(filter)).await?;
         Ok(rows.into_iter().map(|e| (e.query_id, e.attempt)).collect())
     }
 }

@@ -47,7 +47,7 @@ impl ChainFailure {
 /// The first failure of an episode's tool chain; `None` means it succeeded
 /// in one attempt.
 pub fn first_chain_failure(task: Task, transcript: &Transcript) -> Option<ChainFailure> {
-    let offered = task_def(task).tools();
+    let offered = task_def(task).tools;
     for call in &transcript.calls {
         if !call.malformed.is_empty() {
             return Some(ChainFailure::Format);
@@ -68,7 +68,7 @@ pub fn tool_calling_hallucination(transcript: &Transcript) -> bool {
 mod tests {
     use super::*;
     use crate::agent::{CallRecord, ToolRecord};
-    use crate::model::Usage;
+    use crate::chat::Usage;
 
     fn call(index: u32, malformed: &[&str]) -> CallRecord {
         CallRecord {

@@ -23,11 +23,11 @@ mod transcript;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use some_schemas::{QueryRow, Task};
+use some_schemas::QueryRow;
 
 pub use transcript::{CallRecord, ToolRecord, Transcript};
 
-use crate::model::{ChatModel, ChatRequest, Message, NativeCallRecord, Role, Usage};
+use crate::chat::{ChatModel, ChatRequest, Message, NativeCallRecord, Role, Usage};
 use crate::protocol::{Malformed, ParsedReply, ToolCall, from_native, parse_reply, strip_think};
 use crate::tasks::task_def;
 use crate::tools::{Folders, ToolContext, ToolError, ToolOutcome, ToolSpec, call_tool, error_text, text_protocol_block};
@@ -189,12 +189,8 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
         latency_ms: 0,
         transcript: Transcript::default(),
     };
-    let task: Task = match query.task.parse() {
-        Ok(t) => t,
-        Err(e) => return finish(episode, EpisodeStatus::QueryError, Some(e), started),
-    };
-    let def = task_def(task);
-    let tools: Vec<&ToolSpec> = def.tools();
+    let def = task_def(query.task);
+    let tools: Vec<&ToolSpec> = def.tools.to_vec();
     let user = match def.user_message(query, post_json) {
         Ok(u) => u,
         Err(e) => return finish(episode, EpisodeStatus::QueryError, Some(e), started),

@@ -1,77 +1,25 @@
 //! The agent loop against a scripted model and an in-memory world.
 
-use std::sync::Mutex;
-
 use some_schemas::{PostRow, PostSource, QueryRow, Timestamp, UserRow, buckets};
 
 use super::*;
 use crate::kernels::CpuKernels;
-use crate::model::{ChatResponse, ModelError};
+use crate::chat::{ChatResponse, ModelError};
+use crate::testing::{ScriptedModel, reply as say};
 use crate::protocol::NativeToolCall;
 use crate::tools::{MemoryBackend, ToolSettings};
 
-/// Replies from a script, in order; records every request.
-struct Scripted {
-    replies: Mutex<Vec<Result<ChatResponse, ModelError>>>,
-    requests: Mutex<Vec<ChatRequest>>,
-}
-
-impl Scripted {
-    fn new(replies: Vec<Result<ChatResponse, ModelError>>) -> Scripted {
-        Scripted { replies: Mutex::new(replies.into_iter().rev().collect()), requests: Mutex::new(Vec::new()) }
-    }
-}
-
-fn say(text: &str) -> Result<ChatResponse, ModelError> {
-    Ok(ChatResponse {
-        content: text.into(),
-        usage: Usage { prompt_tokens: 100, completion_tokens: 10 },
-        model: "scripted".into(),
-        ..Default::default()
-    })
-}
-
-#[async_trait::async_trait]
-impl ChatModel for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        self.requests.lock().unwrap().push(request.clone());
-        // Past the script, keep calling a tool (for the budget test).
-        self.replies
-            .lock()
-            .unwrap()
-            .pop()
-            .unwrap_or_else(|| say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#))
-    }
+/// Replies from a script, in order; past it, keeps calling a tool (for the
+/// budget test).
+fn scripted(replies: Vec<Result<ChatResponse, ModelError>>) -> ScriptedModel {
+    ScriptedModel::replies("scripted", replies, |_| say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#))
 }
 
 fn world() -> MemoryBackend {
     let post = |id: &str, text: &str| PostRow {
-        post_id: id.into(),
         published_at: Timestamp::parse("2025-03-01 12:00:00"),
-        area: None,
-        topic: None,
         uid: Some("1001".into()),
-        nickname: None,
-        platform: None,
-        title: None,
-        content: text.into(),
-        description: None,
-        ocr: None,
-        location: None,
-        client: None,
-        reposts: None,
-        comments: None,
-        likes: None,
-        pic_num: None,
-        pictures: None,
-        video: None,
-        rca_list: None,
-        extra: None,
-        source: PostSource::Weibo.as_str().into(),
-        bucket: buckets::weibo("1001"),
+        ..PostRow::new(id, text, PostSource::Weibo, buckets::weibo("1001"))
     };
     MemoryBackend {
         posts: vec![post("w1", "周末去看演唱会"), post("w2", "今天吃火锅")],
@@ -92,29 +40,17 @@ fn world() -> MemoryBackend {
 
 fn mcr_query() -> QueryRow {
     QueryRow {
-        query_id: "mcr-1".into(),
-        task: "MCR".into(),
-        source_key: "1001".into(),
-        position: 0,
         uid: Some("1001".into()),
         post_id: Some("5001".into()),
-        action: None,
-        comment: None,
-        location: None,
-        window_start: None,
-        window_end: None,
-        topic: None,
-        claim: None,
-        question: None,
         label: Some("是".into()),
-        reference: None,
         entry: "{}".into(),
+        ..QueryRow::blank("mcr-1".into(), Task::Mcr)
     }
 }
 
 const POST: &str = r#"{"内容": "演唱会门票开售"}"#;
 
-async fn run(model: &Scripted, settings: AgentSettings, tool_settings: ToolSettings, post: Option<&str>) -> Episode {
+async fn run(model: &ScriptedModel, settings: AgentSettings, tool_settings: ToolSettings, post: Option<&str>) -> Episode {
     let backend = world();
     let kernels = CpuKernels::new(1);
     let tools = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: Some(model), settings: &tool_settings };
@@ -128,7 +64,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 #[test]
 fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         say("我先查一下用户。\n```json\n{\"name\": \"user_search\", \"arguments\": {\"uid\": \"1001\"}}\n```"),
         say(r#"<tool_call>{"name": "data_folder", "arguments": {"folder_name": "1001_weibo", "start_idx": 0, "end_idx": 2}}</tool_call>"#),
         say("<think>用户喜欢演唱会</think>\n是"),
@@ -137,7 +73,7 @@ fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
     assert_eq!((ep.status, ep.answer.as_deref()), (EpisodeStatus::Answered, Some("是")));
     assert_eq!((ep.llm_calls, ep.tool_calls, ep.tool_errors), (3, 2, 0));
     assert_eq!(ep.usage, Usage { prompt_tokens: 300, completion_tokens: 30 });
-    let requests = model.requests.lock().unwrap();
+    let requests = model.requests();
     assert!(requests[0].messages[0].content.contains("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"user_search\""));
     assert_eq!(requests[0].messages[1].content, "请判断ID为1001的用户是否对帖子```{\"内容\": \"演唱会门票开售\"}```感兴趣。");
     let after_search = &requests[1].messages[3].content;
@@ -149,7 +85,7 @@ fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
 
 #[test]
 fn the_call_budget_ends_the_episode_with_the_last_message() {
-    let model = Scripted::new(vec![]);
+    let model = scripted(vec![]);
     let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
     assert_eq!((ep.status, ep.llm_calls, ep.tool_calls), (EpisodeStatus::BudgetExhausted, 20, 20));
     assert!(ep.answer.unwrap().starts_with("<tool_response>\n用户发表的 2 条微博"));
@@ -158,13 +94,13 @@ fn the_call_budget_ends_the_episode_with_the_last_message() {
 #[test]
 fn malformed_calls_get_their_error_back_unless_the_reference_is_asked_for() {
     let broken = r#"<tool_call>{"name": "user_search", "arguments": {"uid": </tool_call>"#;
-    let model = Scripted::new(vec![say(broken), say("否")]);
+    let model = scripted(vec![say(broken), say("否")]);
     let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
     assert_eq!((ep.answer.as_deref(), ep.llm_calls, ep.tool_errors), (Some("否"), 2, 1));
-    let feedback = &model.requests.lock().unwrap()[1].messages[3].content;
+    let feedback = &model.requests()[1].messages[3].content;
     assert!(feedback.starts_with("<tool_response>\nThe tool call could not be read (tool_call format): "), "{feedback}");
 
-    let model = Scripted::new(vec![say(broken), say("否")]);
+    let model = scripted(vec![say(broken), say("否")]);
     let quirks = ToolSettings { reference_quirks: true, ..Default::default() };
     let ep = block_on(run(&model, AgentSettings::default(), quirks, Some(POST)));
     assert_eq!((ep.answer.as_deref(), ep.llm_calls), (Some(broken), 1));
@@ -172,11 +108,11 @@ fn malformed_calls_get_their_error_back_unless_the_reference_is_asked_for() {
 
 #[test]
 fn model_and_query_failures_end_as_statuses() {
-    let model = Scripted::new(vec![Err(ModelError::Transient { endpoint: "http://x".into(), message: "HTTP 429 after 5 tries".into() })]);
+    let model = scripted(vec![Err(ModelError::Transient { endpoint: "http://x".into(), message: "HTTP 429 after 5 tries".into() })]);
     let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
     assert_eq!(ep.status, EpisodeStatus::ModelError);
     assert_eq!(ep.error.as_deref(), Some("model endpoint http://x: HTTP 429 after 5 tries (transient)"));
-    let ep = block_on(run(&Scripted::new(vec![]), AgentSettings::default(), ToolSettings::default(), None));
+    let ep = block_on(run(&scripted(vec![]), AgentSettings::default(), ToolSettings::default(), None));
     assert_eq!(ep.status, EpisodeStatus::QueryError);
     assert!(ep.error.unwrap().contains("post 5001 of query mcr-1 is not in ref_posts"));
 }
@@ -184,7 +120,7 @@ fn model_and_query_failures_end_as_statuses() {
 #[test]
 fn native_calls_are_answered_by_id() {
     let call = |id: &str, args: &str| NativeToolCall { id: id.into(), name: "user_search".into(), arguments: args.into() };
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         Ok(ChatResponse {
             content: String::new(),
             tool_calls: vec![call("a", r#"{"uid": "1001"}"#), call("b", "{not json")],
@@ -195,7 +131,7 @@ fn native_calls_are_answered_by_id() {
     let settings = AgentSettings { protocol: Protocol::Native, ..Default::default() };
     let ep = block_on(run(&model, settings, ToolSettings::default(), Some(POST)));
     assert_eq!((ep.answer.as_deref(), ep.tool_calls, ep.tool_errors), (Some("是"), 1, 1));
-    let requests = model.requests.lock().unwrap();
+    let requests = model.requests();
     assert_eq!(requests[0].tools.len(), 2);
     assert!(!requests[0].messages[0].content.contains("<tools>"));
     let replies: Vec<(&str, Option<&str>)> =

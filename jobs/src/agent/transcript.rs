@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ChatRequest, ChatResponse, Message, Usage};
+use crate::chat::{ChatRequest, ChatResponse, Message, Usage};
 use crate::protocol::ParsedReply;
 
 /// One model call.

@@ -13,6 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::{Malformed, ToolCall};
+use crate::json::type_name;
 
 /// How the prompt spells a call, for error messages.
 pub(super) const CALL_SHAPE: &str = "{\"name\": <function-name>, \"arguments\": <args-json-object>}";
@@ -137,19 +138,7 @@ pub(super) fn arguments_from_text(text: &str) -> Result<Map<String, Value>, Stri
     };
     match value {
         Value::Object(map) => Ok(map),
-        other => Err(format!("must be a JSON object, got {}", kind(&other))),
-    }
-}
-
-/// "a string", "an array", ... for error messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        other => Err(format!("must be a JSON object, got {}", type_name(&other))),
     }
 }
 
@@ -178,7 +167,7 @@ pub(super) fn read_value(value: Value, text: &str, format: &'static str, intent:
 }
 
 fn not_an_object(value: &Value) -> String {
-    format!("a tool call must be a JSON object {CALL_SHAPE}, got {}", kind(value))
+    format!("a tool call must be a JSON object {CALL_SHAPE}, got {}", type_name(value))
 }
 
 /// One object: a call, a failed call, or (for [`Intent::Implicit`]) nothing.
@@ -192,7 +181,7 @@ fn read_object(mut map: Map<String, Value>, text: &str, format: &'static str, in
     let name = match map.get("name") {
         Some(Value::String(name)) => name.clone(),
         Some(other) if explicit || map.contains_key("arguments") => {
-            let error = format!("the tool call's \"name\" must be a string, got {}", kind(other));
+            let error = format!("the tool call's \"name\" must be a string, got {}", type_name(other));
             return found.malformed(format, text, error);
         }
         None if explicit => {
@@ -214,7 +203,7 @@ fn read_object(mut map: Map<String, Value>, text: &str, format: &'static str, in
     let arguments = match arguments {
         Value::Object(arguments) => Ok(arguments.clone()),
         Value::String(arguments) => arguments_from_text(arguments),
-        other => Err(format!("must be a JSON object, got {}", kind(other))),
+        other => Err(format!("must be a JSON object, got {}", type_name(other))),
     };
     match arguments {
         Ok(arguments) => found.call(name, arguments, format),

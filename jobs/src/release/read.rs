@@ -279,34 +279,6 @@ pub fn parse_time(v: &Value) -> Option<Timestamp> {
     }
 }
 
-fn empty_post(source: PostSource, bucket: String) -> PostRow {
-    PostRow {
-        post_id: String::new(),
-        published_at: None,
-        area: None,
-        topic: None,
-        uid: None,
-        nickname: None,
-        platform: None,
-        title: None,
-        content: String::new(),
-        description: None,
-        ocr: None,
-        location: None,
-        client: None,
-        reposts: None,
-        comments: None,
-        likes: None,
-        pic_num: None,
-        pictures: None,
-        video: None,
-        rca_list: None,
-        extra: None,
-        source: source.as_str().to_string(),
-        bucket,
-    }
-}
-
 /// Fills a post from a source object with the given key map; keys the map
 /// does not name go to `extra`.
 fn fill_post(path: &Path, at: &str, fields: &[(&str, Column)], obj: &Map<String, Value>, post: &mut PostRow) -> Result<(), InputError> {
@@ -380,7 +352,7 @@ fn read_raw(path: &Path, day: &str, location: &str, part: &mut ReleasePart) -> R
             err
         })?;
         let obj = object(path, &at, &value)?;
-        let mut post = empty_post(PostSource::Raw, bucket.clone());
+        let mut post = PostRow::new(String::new(), String::new(), PostSource::Raw, bucket.clone());
         post.area = Some(location.to_string());
         fill_post(path, &at, RAW_FIELDS, obj, &mut post)?;
         if post.post_id.is_empty() {
@@ -402,7 +374,7 @@ fn read_topic(path: &Path, topic: &str, part: &mut ReleasePart) -> Result<(), In
     let bucket = buckets::topic(topic);
     for (key, post_value) in object(path, "media_info", media)? {
         let at = format!("media_info.{key:?}");
-        let mut post = empty_post(PostSource::Topic, bucket.clone());
+        let mut post = PostRow::new(String::new(), String::new(), PostSource::Topic, bucket.clone());
         post.post_id = key.clone();
         post.topic = Some(topic.to_string());
         fill_post(path, &at, TOPIC_FIELDS, object(path, &at, post_value)?, &mut post)?;
@@ -457,7 +429,7 @@ fn read_user(path: &Path, uid: &str, part: &mut ReleasePart) -> Result<(), Input
     let bucket = buckets::weibo(uid);
     for (i, post_value) in weibo.iter().enumerate() {
         let at = format!("weibo[{i}]");
-        let mut post = empty_post(PostSource::Weibo, bucket.clone());
+        let mut post = PostRow::new(String::new(), String::new(), PostSource::Weibo, bucket.clone());
         post.uid = Some(uid.to_string());
         fill_post(path, &at, WEIBO_FIELDS, object(path, &at, post_value)?, &mut post)?;
         if post.post_id.is_empty() {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use some_schemas::{PostSource, Timestamp};
+use some_schemas::{PostSource, Task, Timestamp};
 
 use super::*;
 
@@ -24,14 +24,14 @@ fn read_all(root: &Path) -> ReleasePart {
 fn a_written_release_reads_back_to_the_same_rows() {
     let dir = tempfile::tempdir().unwrap();
     let w = ReleaseWriter::new(dir.path());
-    let queries = crate::ingest::queries::read_dataset_dir(&crate::bundled_datasets_dir()).unwrap();
+    let queries = crate::queries::read_dataset_dir(&crate::bundled_datasets_dir()).unwrap();
     let sample: Vec<_> = queries
         .iter()
-        .filter(|q| q.task == "RED")
+        .filter(|q| q.task == Task::Red)
         .take(2)
-        .chain(queries.iter().filter(|q| q.task == "SES").take(1))
-        .chain(queries.iter().filter(|q| q.task == "MCR").take(4))
-        .chain(queries.iter().filter(|q| q.task == "MID").take(2))
+        .chain(queries.iter().filter(|q| q.task == Task::Ses).take(1))
+        .chain(queries.iter().filter(|q| q.task == Task::Mcr).take(4))
+        .chain(queries.iter().filter(|q| q.task == Task::Mid).take(2))
         .cloned()
         .collect();
     let world = crate::synth::World::plan(&sample, crate::synth::SynthConfig { scale: crate::synth::Scale::Small, seed: 3 }).unwrap();

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use some_schemas::Task;
 
-use crate::ingest::queries::{EMOTIONS, MID_LABELS, YES_NO};
+use crate::tasks::task_def;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Baseline {
@@ -16,18 +16,8 @@ pub struct Baseline {
     pub majority_label: String,
 }
 
-/// The label space a task's answers are scored in (`None` for judged tasks).
-pub fn label_space(task: Task) -> Option<&'static [&'static str]> {
-    match task {
-        Task::Mid => Some(MID_LABELS),
-        Task::Uea => Some(EMOTIONS),
-        Task::Ubp | Task::Ucs | Task::Mcr => Some(YES_NO),
-        _ => None,
-    }
-}
-
 pub fn baselines<'a>(task: Task, labels: impl IntoIterator<Item = &'a str>) -> Option<Baseline> {
-    let space = label_space(task)?;
+    let space = task_def(task).labels()?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut n = 0usize;
     for l in labels {

@@ -3,26 +3,10 @@
 use some_schemas::{QueryRow, Task};
 
 use super::{Judge, MAX_ANSWER_CHARS, Scored};
+use crate::tasks::{Evaluation, task_def};
 
 /// The failure label: no decision could be read.
 pub const ERROR: &str = "error";
-
-const MCR_PROMPT: &str = include_str!("../../prompts/eval/extract_mcr.txt");
-const UCS_PROMPT: &str = include_str!("../../prompts/eval/extract_ucs.txt");
-const UBP_PROMPT: &str = include_str!("../../prompts/eval/extract_ubp.txt");
-const MID_PROMPT: &str = include_str!("../../prompts/eval/extract_mid.txt");
-const UEA_PROMPT: &str = include_str!("../../prompts/eval/extract_uea.txt");
-
-/// MID's six verdicts and the three labels they count as (the reference's
-/// `class_projection`).
-pub fn mid_label(verdict: &str) -> Option<&'static str> {
-    match verdict {
-        "pants-fire" | "false" => Some("false"),
-        "barely-true" | "half-true" | "half" => Some("half"),
-        "mostly-true" | "true" => Some("true"),
-        _ => None,
-    }
-}
 
 /// The label a short text names, in the release's spelling (是/否, the six
 /// emotions, MID's three labels), or `error` when the text says so.
@@ -31,34 +15,15 @@ pub fn read_label(task: Task, text: &str) -> Option<&'static str> {
     if matches!(t.as_str(), "error" | "错误") {
         return Some(ERROR);
     }
-    match task {
-        Task::Mid => mid_label(&t),
-        Task::Uea => match t.as_str() {
-            "积极" | "positive" => Some("积极"),
-            "愤怒" | "angry" | "anger" => Some("愤怒"),
-            "悲伤" | "sad" | "sadness" => Some("悲伤"),
-            "恐惧" | "fear" | "fearful" => Some("恐惧"),
-            "惊奇" | "surprise" | "surprised" => Some("惊奇"),
-            "无情绪" | "emotionless" | "neutral" => Some("无情绪"),
-            _ => None,
-        },
-        _ => match t.as_str() {
-            "是" | "yes" => Some("是"),
-            "否" | "no" => Some("否"),
-            _ => None,
-        },
+    match task_def(task).evaluation {
+        Evaluation::Label { read_label, .. } => read_label(&t),
+        Evaluation::Judged { .. } => None,
     }
 }
 
 fn prompt(task: Task, query: &QueryRow, answer: &str) -> String {
-    let template = match task {
-        Task::Mcr => MCR_PROMPT,
-        Task::Ucs => UCS_PROMPT,
-        Task::Ubp => UBP_PROMPT,
-        Task::Mid => MID_PROMPT,
-        _ => UEA_PROMPT,
-    };
-    template.trim_end().replace("{behavior}", query.action.as_deref().unwrap_or("like")).replace("{raw answer}", answer)
+    let Evaluation::Label { extraction_prompt, .. } = task_def(task).evaluation else { return String::new() };
+    extraction_prompt.trim_end().replace("{behavior}", query.action.as_deref().unwrap_or("like")).replace("{raw answer}", answer)
 }
 
 pub(super) async fn score_label(judge: &Judge<'_>, task: Task, query: &QueryRow, answer: &str) -> Scored {

@@ -5,19 +5,15 @@ use std::collections::BTreeMap;
 use some_schemas::{QueryRow, Task};
 
 use super::{Judge, MAX_ANSWER_CHARS, Scored};
-use crate::tasks::python_json;
+use crate::tasks::{Evaluation, python_json, task_def};
 
-const RED_PROMPT: &str = include_str!("../../prompts/eval/judge_red.txt");
-const SES_PROMPT: &str = include_str!("../../prompts/eval/judge_ses.txt");
-const SMQ_PROMPT: &str = include_str!("../../prompts/eval/judge_smq.txt");
 const ATTEMPT_PROMPT: &str = include_str!("../../prompts/eval/attempt.txt");
 
-/// The dimensions each judged task is rated on.
+/// The dimensions a judged task is rated on (none for label tasks).
 pub fn dimensions(task: Task) -> &'static [&'static str] {
-    match task {
-        Task::Red => &["accuracy", "completeness", "relevance"],
-        Task::Ses => &["accuracy", "completeness"],
-        _ => &["accuracy"],
+    match task_def(task).evaluation {
+        Evaluation::Judged { dimensions, .. } => dimensions,
+        Evaluation::Label { .. } => &[],
     }
 }
 
@@ -72,10 +68,9 @@ fn reference_text(task: Task, query: &QueryRow) -> String {
 /// The rubric (with the reference answer) as the system message, the
 /// answer as the user message, as the reference sends them.
 fn messages(task: Task, query: &QueryRow, answer: &str) -> (String, String) {
-    let template = match task {
-        Task::Red => RED_PROMPT,
-        Task::Ses => SES_PROMPT,
-        _ => SMQ_PROMPT,
+    let template = match task_def(task).evaluation {
+        Evaluation::Judged { judge_prompt, .. } => judge_prompt,
+        Evaluation::Label { extraction_prompt, .. } => extraction_prompt,
     };
     let filled = template.trim_end().replace("{ground truth}", &reference_text(task, query));
     match filled.rsplit_once('\n') {

@@ -22,16 +22,16 @@ pub mod judge;
 
 use std::collections::BTreeMap;
 
-use some_schemas::{QueryRow, Scoring, Task};
+use some_schemas::{QueryRow, Scoring};
 
-use crate::model::{ChatModel, ChatRequest, Message, Usage};
+use crate::chat::{ChatModel, ChatRequest, Message, Usage};
 use crate::protocol::strip_think;
 
 /// Answers longer than this score 0 (the reference's cut-off).
 pub const MAX_ANSWER_CHARS: usize = 5_000;
 
 /// How the judge is called.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JudgeSettings {
     pub temperature: Option<f32>,
     pub seed: Option<u64>,
@@ -103,9 +103,7 @@ impl Judge<'_> {
 
 /// Scores one answer of one query.
 pub async fn score(judge: &Judge<'_>, query: &QueryRow, question: &str, answer: Option<&str>) -> Scored {
-    let Ok(task) = query.task.parse::<Task>() else {
-        return Scored { error: Some(format!("unknown task {}", query.task)), ..Default::default() };
-    };
+    let task = query.task;
     let answer = answer.unwrap_or_default();
     match task.scoring() {
         Scoring::Label => extract::score_label(judge, task, query, answer).await,

@@ -1,58 +1,30 @@
 //! Scorers against the paper's formulas, with a scripted judge.
 
-use std::sync::Mutex;
-
 use some_schemas::QueryRow;
 
 use super::*;
-use crate::model::{ChatResponse, ModelError};
+use crate::chat::ChatResponse;
+use crate::testing::{ScriptedModel, unreachable};
 
-struct ScriptedJudge {
-    replies: Mutex<Vec<String>>,
-    seen: Mutex<Vec<ChatRequest>>,
-}
-
-impl ScriptedJudge {
-    fn new(replies: &[&str]) -> ScriptedJudge {
-        ScriptedJudge { replies: Mutex::new(replies.iter().rev().map(|s| s.to_string()).collect()), seen: Mutex::new(Vec::new()) }
-    }
-}
-
-#[async_trait::async_trait]
-impl ChatModel for ScriptedJudge {
-    fn name(&self) -> &str {
-        "judge"
-    }
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        self.seen.lock().unwrap().push(request.clone());
-        let content = self.replies.lock().unwrap().pop().unwrap_or_default();
-        Ok(ChatResponse { content, usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })
-    }
+/// A judge that answers with `replies` in order (then with nothing).
+fn scripted_judge(replies: &[&str]) -> ScriptedModel {
+    let replies = replies.iter().map(|r| Ok(ChatResponse { content: r.to_string(), usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })).collect();
+    ScriptedModel::replies("judge", replies, |_| Ok(ChatResponse { usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() }))
 }
 
 fn query(task: &str, label: Option<&str>, reference: Option<&str>) -> QueryRow {
+    let task: some_schemas::Task = task.parse().unwrap();
     QueryRow {
-        query_id: format!("{}-1", task.to_lowercase()),
-        task: task.into(),
         source_key: "k".into(),
-        position: 0,
-        uid: None,
-        post_id: None,
         action: Some("comment".into()),
-        comment: None,
-        location: None,
-        window_start: None,
-        window_end: None,
-        topic: None,
-        claim: None,
-        question: None,
         label: label.map(str::to_string),
         reference: reference.map(str::to_string),
         entry: "{}".into(),
+        ..QueryRow::blank(format!("{}-1", task.code().to_lowercase()).into(), task)
     }
 }
 
-fn run(judge: &ScriptedJudge, q: &QueryRow, answer: Option<&str>) -> Scored {
+fn run(judge: &ScriptedModel, q: &QueryRow, answer: Option<&str>) -> Scored {
     let settings = JudgeSettings::default();
     let j = Judge { model: judge, settings: &settings };
     futures::executor::block_on(score(&j, q, "问题", answer))
@@ -60,7 +32,7 @@ fn run(judge: &ScriptedJudge, q: &QueryRow, answer: Option<&str>) -> Scored {
 
 #[test]
 fn labels_are_taken_directly_when_the_answer_is_one() {
-    let judge = ScriptedJudge::new(&[]);
+    let judge = scripted_judge(&[]);
     let s = run(&judge, &query("MCR", Some("是"), None), Some(" 是。"));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed, s.judge_calls), (Some("是"), 100.0, true, 0));
     let s = run(&judge, &query("MID", Some("half"), None), Some("barely-true"));
@@ -69,26 +41,26 @@ fn labels_are_taken_directly_when_the_answer_is_one() {
 
 #[test]
 fn other_answers_go_through_the_papers_extraction_prompt() {
-    let judge = ScriptedJudge::new(&["maybe", "\"No\""]);
+    let judge = scripted_judge(&["maybe", "\"No\""]);
     let s = run(&judge, &query("UBP", Some("否"), None), Some("综合来看，该用户不太可能评论这条微博。"));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed, s.judge_calls), (Some("否"), 100.0, true, 2));
-    let seen = judge.seen.lock().unwrap();
+    let seen = judge.requests();
     let prompt = &seen[0].messages[0].content;
     assert!(prompt.contains("performed the comment action on the post"), "{prompt}");
     assert!(prompt.ends_with("The given input text is “综合来看，该用户不太可能评论这条微博。”"), "{prompt}");
     assert_eq!((seen[0].temperature, seen[0].seed), (Some(0.0), Some(0)));
 
-    let judge = ScriptedJudge::new(&["Fear"]);
+    let judge = scripted_judge(&["Fear"]);
     let s = run(&judge, &query("UEA", Some("积极"), None), Some("用户会感到担忧"));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed), (Some("恐惧"), 0.0, true));
-    let judge = ScriptedJudge::new(&["Error"]);
+    let judge = scripted_judge(&["Error"]);
     let s = run(&judge, &query("UCS", Some("是"), None), Some("无法判断"));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed), (Some("error"), 0.0, false));
 }
 
 #[test]
 fn long_or_missing_answers_score_zero_without_a_judge() {
-    let judge = ScriptedJudge::new(&[]);
+    let judge = scripted_judge(&[]);
     let long = "是".repeat(5_001);
     let s = run(&judge, &query("MCR", Some("是"), None), Some(&long));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed, s.judge_calls), (Some("error"), 0.0, false, 0));
@@ -101,51 +73,39 @@ fn long_or_missing_answers_score_zero_without_a_judge() {
 
 #[test]
 fn judged_scores_are_the_mean_rating_times_twenty() {
-    let judge = ScriptedJudge::new(&["Accuracy: 4, Completeness: 3, Relevance: 5"]);
+    let judge = scripted_judge(&["Accuracy: 4, Completeness: 3, Relevance: 5"]);
     let s = run(&judge, &query("RED", None, Some(r#"[{"标题":"t"}]"#)), Some("事件：地铁故障"));
     assert_eq!(s.score, 80.0);
     assert_eq!(
         s.dimensions.unwrap().into_iter().collect::<Vec<_>>(),
         vec![("accuracy".into(), 4), ("completeness".into(), 3), ("relevance".into(), 5)]
     );
-    let seen = judge.seen.lock().unwrap();
+    let seen = judge.requests();
     assert!(seen[0].messages[0].content.contains("reference answer “[{\"标题\": \"t\"}]”"), "{}", seen[0].messages[0].content);
     assert_eq!(seen[0].messages[1].content, "The given event summary is “事件：地铁故障”");
 
-    let judge = ScriptedJudge::new(&["准确性：2，完整性：1"]);
+    let judge = scripted_judge(&["准确性：2，完整性：1"]);
     assert_eq!(run(&judge, &query("SES", None, Some("ref")), Some("摘要")).score, 30.0);
-    let judge = ScriptedJudge::new(&["3"]);
+    let judge = scripted_judge(&["3"]);
     assert_eq!(run(&judge, &query("SMQ", None, Some("成毅")), Some("成毅")).score, 60.0);
 }
 
 #[test]
 fn a_zero_score_is_completed_only_if_the_answer_was_an_attempt() {
-    let judge = ScriptedJudge::new(&["Accuracy: 0", "正确"]);
+    let judge = scripted_judge(&["Accuracy: 0", "正确"]);
     let s = run(&judge, &query("SMQ", None, Some("成毅")), Some("肖战"));
     assert_eq!((s.score, s.completed, s.judge_calls), (0.0, true, 2));
-    assert!(judge.seen.lock().unwrap()[1].messages[0].content.starts_with("请仔细阅读问题“问题”"));
-    let judge = ScriptedJudge::new(&["Accuracy: 0", "错误"]);
+    assert!(judge.requests()[1].messages[0].content.starts_with("请仔细阅读问题“问题”"));
+    let judge = scripted_judge(&["Accuracy: 0", "错误"]);
     let s = run(&judge, &query("SMQ", None, Some("成毅")), Some("运行错误"));
     assert_eq!((s.score, s.completed), (0.0, false));
-}
-
-/// A judge whose endpoint is down.
-struct Unreachable;
-
-#[async_trait::async_trait]
-impl ChatModel for Unreachable {
-    fn name(&self) -> &str {
-        "judge"
-    }
-    async fn chat(&self, _: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        Err(ModelError::Transient { endpoint: "http://127.0.0.1:9/v1".into(), message: "connection refused".into() })
-    }
 }
 
 #[test]
 fn an_unreachable_judge_gives_no_verdict() {
     let settings = JudgeSettings::default();
-    let judge = Judge { model: &Unreachable, settings: &settings };
+    let down = ScriptedModel::new("judge", |_| unreachable());
+    let judge = Judge { model: &down, settings: &settings };
     for q in [query("SMQ", None, Some("成毅")), query("UBP", Some("是"), None)] {
         let s = futures::executor::block_on(score(&judge, &q, "问题", Some("这个问题不好说，可能吧")));
         assert!(s.unavailable, "{}: {s:?}", q.task);
@@ -153,6 +113,6 @@ fn an_unreachable_judge_gives_no_verdict() {
         assert!(s.error.as_deref().is_some_and(|e| e.contains("connection refused")), "{s:?}");
     }
     // A judge that answers, however badly, is a verdict.
-    let s = run(&ScriptedJudge::new(&["嗯", "嗯", "嗯", "嗯"]), &query("SMQ", None, Some("成毅")), Some("不知道"));
+    let s = run(&scripted_judge(&["嗯", "嗯", "嗯", "嗯"]), &query("SMQ", None, Some("成毅")), Some("不知道"));
     assert!(!s.unavailable);
 }

@@ -167,7 +167,7 @@ impl World {
     }
 
     fn tasks(&self, task: Task) -> impl Iterator<Item = &QueryRow> {
-        self.queries.iter().filter(move |q| q.task == task.code())
+        self.queries.iter().filter(move |q| q.task == task)
     }
 
     fn plan_red(&mut self) -> Result<()> {
@@ -261,7 +261,7 @@ impl World {
         // Distractor comments of UCS, per (user, post): their style must stay out.
         let mut distractors: Vec<(usize, String)> = Vec::new();
         for q in &self.queries {
-            let Ok(task) = q.task.parse::<Task>() else { continue };
+            let task = q.task;
             if task == Task::Smq {
                 if let (Some(uid), Some(answer)) = (&q.uid, &q.reference) {
                     let u = user(uid, &mut users);

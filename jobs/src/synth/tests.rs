@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use some_schemas::{PostRow, QueryRow, Task};
 
 use super::*;
-use crate::ingest::queries::read_dataset_dir;
+use crate::queries::read_dataset_dir;
 
 fn real_queries() -> &'static [QueryRow] {
     static Q: OnceLock<Vec<QueryRow>> = OnceLock::new();
@@ -86,7 +86,7 @@ fn histories_agree_with_interest_labels() {
     let timelines = timelines(&g.posts);
     let subjects: HashMap<String, String> = g.world.ref_posts().into_iter().map(|r| (r.post_id.clone(), subject_of(&r.json))).collect();
     let (mut checked, mut wrong) = (0, Vec::new());
-    for q in real_queries().iter().filter(|q| q.task == Task::Mcr.code() || q.task == Task::Ubp.code()) {
+    for q in real_queries().iter().filter(|q| q.task == Task::Mcr || q.task == Task::Ubp) {
         let history = &timelines[q.uid.as_deref().unwrap()];
         let subject = &subjects[q.post_id.as_deref().unwrap()];
         let mentioned = history.iter().any(|c| c.contains(subject.as_str()));
@@ -106,7 +106,7 @@ fn histories_agree_with_interest_labels() {
 fn histories_carry_the_true_commenters_style_and_the_labelled_emotion() {
     let g = small_world();
     let timelines = timelines(&g.posts);
-    for q in real_queries().iter().filter(|q| q.task == Task::Ucs.code()) {
+    for q in real_queries().iter().filter(|q| q.task == Task::Ucs) {
         let history = &timelines[q.uid.as_deref().unwrap()];
         let comment = q.comment.as_deref().unwrap();
         let own = text::emoticons_in(comment);
@@ -126,7 +126,7 @@ fn histories_carry_the_true_commenters_style_and_the_labelled_emotion() {
             }
         }
     }
-    for q in real_queries().iter().filter(|q| q.task == Task::Uea.code()) {
+    for q in real_queries().iter().filter(|q| q.task == Task::Uea) {
         let history = &timelines[q.uid.as_deref().unwrap()];
         let words = lexicon::EMOTION_WORDS.iter().find(|(e, _)| Some(*e) == q.label.as_deref()).unwrap().1;
         assert!(history.iter().any(|c| words.iter().any(|w| c.contains(w))), "{}", q.query_id);
@@ -137,7 +137,7 @@ fn histories_carry_the_true_commenters_style_and_the_labelled_emotion() {
 fn answers_and_events_are_in_the_posts() {
     let g = small_world();
     let timelines = timelines(&g.posts);
-    for q in real_queries().iter().filter(|q| q.task == Task::Smq.code()) {
+    for q in real_queries().iter().filter(|q| q.task == Task::Smq) {
         let answer = q.reference.as_deref().unwrap();
         let found = match (&q.uid, &q.topic) {
             (Some(uid), _) => timelines[uid.as_str()].iter().any(|c| c.contains(answer)),
@@ -146,7 +146,7 @@ fn answers_and_events_are_in_the_posts() {
         };
         assert!(found, "{}: answer not stated", q.query_id);
     }
-    for q in real_queries().iter().filter(|q| q.task == Task::Red.code()).take(50) {
+    for q in real_queries().iter().filter(|q| q.task == Task::Red).take(50) {
         let events: Vec<serde_json::Value> = serde_json::from_str(q.reference.as_deref().unwrap()).unwrap();
         let (start, end) = (q.window_start.unwrap(), q.window_end.unwrap());
         for e in events {

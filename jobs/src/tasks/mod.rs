@@ -1,169 +1,136 @@
-//! The eight tasks as the agent runs them: system prompt, tool set and the
-//! user message built from a query.
+//! The eight tasks, one file each: the system prompt, the tools (typed, so
+//! a misspelt tool fails to compile), the user message built from a query,
+//! and how answers are scored (labels and their extraction prompt, or judge
+//! dimensions and the judge prompt). [`task_def`] is the registry: an
+//! exhaustive match, so a task without a definition fails to compile.
 //!
-//! Each task is one [`TaskDef`] value. System prompts live in
-//! `prompts/tasks/<task>.txt`: written for this project, they ask for what
-//! the reference's prompts ask for (the same tools in the same order, the
-//! same page sizes, the same answer forms), MID in English. The user
-//! messages follow the reference's query templates exactly, since they are
-//! part of the benchmark's input.
+//! System prompts live in `prompts/tasks/<task>.txt`: written for this
+//! project, they ask for what the reference's prompts ask for (the same tools
+//! in the same order, the same page sizes, the same answer forms), MID in
+//! English. The user messages follow the reference's query templates
+//! exactly, since they are part of the benchmark's input.
 
+mod mcr;
+mod mid;
 mod pyjson;
+mod red;
+mod ses;
+mod smq;
+mod ubp;
+mod ucs;
+mod uea;
 
 use some_schemas::{QueryRow, Task};
 
-use crate::tools::{ALL_TOOLS, ToolSpec, tool};
+use crate::tools::ToolSpec;
 
 pub use pyjson::python_json;
 
-/// A task as the agent runs it.
+/// How a task's answers are scored.
 #[derive(Debug, Clone, Copy)]
+pub enum Evaluation {
+    /// The answer is read as one of `labels` (by `read_label`, or by the
+    /// extraction model with `extraction_prompt` when it is not a label
+    /// already) and compared with the reference label.
+    Label { labels: &'static [&'static str], extraction_prompt: &'static str, read_label: fn(&str) -> Option<&'static str> },
+    /// A judge rates the answer against the reference on `dimensions`
+    /// (0-5 each) with `judge_prompt`.
+    Judged { dimensions: &'static [&'static str], judge_prompt: &'static str },
+}
+
+/// A task as the agent runs it and the scorer scores it.
+#[derive(Debug)]
 pub struct TaskDef {
     pub task: Task,
     /// Bumped when the prompt or the query template changes, so results of
     /// different task versions are never compared as equal.
     pub version: u32,
     system_prompt: &'static str,
-    tool_names: &'static [&'static str],
+    /// The task's tools, in the order the reference lists them.
+    pub tools: &'static [&'static ToolSpec],
+    pub evaluation: Evaluation,
+    user_message: fn(&QueryRow, Option<&str>) -> Result<String, String>,
 }
-
-const DEFS: [TaskDef; 8] = [
-    TaskDef {
-        task: Task::Red,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/red.txt"),
-        tool_names: &["post_search", "data_folder", "topic_clustering", "topic_summarization"],
-    },
-    TaskDef {
-        task: Task::Ses,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/ses.txt"),
-        tool_names: &["data_folder", "topic_search"],
-    },
-    TaskDef {
-        task: Task::Mid,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/mid.txt"),
-        tool_names: &["knowledge_retrieve"],
-    },
-    TaskDef {
-        task: Task::Ubp,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/ubp.txt"),
-        tool_names: &["user_search", "data_folder"],
-    },
-    TaskDef {
-        task: Task::Uea,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/uea.txt"),
-        tool_names: &["user_search", "data_folder"],
-    },
-    TaskDef {
-        task: Task::Ucs,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/ucs.txt"),
-        tool_names: &["user_search", "data_folder"],
-    },
-    TaskDef {
-        task: Task::Mcr,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/mcr.txt"),
-        tool_names: &["user_search", "data_folder"],
-    },
-    TaskDef {
-        task: Task::Smq,
-        version: 1,
-        system_prompt: include_str!("../../prompts/tasks/smq.txt"),
-        tool_names: &["user_search", "data_folder", "topic_search", "post_retrieve"],
-    },
-];
 
 /// The definition of a task.
 pub fn task_def(task: Task) -> &'static TaskDef {
-    DEFS.iter().find(|d| d.task == task).unwrap_or(&DEFS[0])
-}
-
-/// UBP's action words, as the reference's prompt and query say them.
-fn action_word(action: &str) -> Option<&'static str> {
-    match action {
-        "like" => Some("点赞"),
-        "comment" => Some("评论"),
-        "repost" => Some("转发"),
-        _ => None,
+    match task {
+        Task::Red => &red::DEF,
+        Task::Ses => &ses::DEF,
+        Task::Mid => &mid::DEF,
+        Task::Ubp => &ubp::DEF,
+        Task::Uea => &uea::DEF,
+        Task::Ucs => &ucs::DEF,
+        Task::Mcr => &mcr::DEF,
+        Task::Smq => &smq::DEF,
     }
 }
 
 impl TaskDef {
-    /// The task's tools, in the order the reference lists them.
-    pub fn tools(&self) -> Vec<&'static ToolSpec> {
-        self.tool_names.iter().filter_map(|n| tool(n)).collect()
-    }
-
     /// The system prompt for one query (UBP's names the action).
     pub fn system_prompt(&self, query: &QueryRow) -> String {
-        let action = query.action.as_deref().and_then(action_word).unwrap_or("互动");
+        let action = query.action.as_deref().and_then(ubp::action_word).unwrap_or("互动");
         self.system_prompt.trim_end().replace("<place_holder>", action)
     }
 
     /// The user message for a query. User tasks embed the post the query is
     /// about, as the reference does (`json.dumps(post, ensure_ascii=False)`).
     pub fn user_message(&self, query: &QueryRow, post_json: Option<&str>) -> Result<String, String> {
-        let need = |v: &Option<String>, what: &str| v.clone().ok_or_else(|| format!("query {} has no {what}", query.query_id));
-        let post = || -> Result<String, String> {
-            let raw = post_json.ok_or_else(|| {
-                format!("post {} of query {} is not in ref_posts", query.post_id.as_deref().unwrap_or("?"), query.query_id)
-            })?;
-            let value: serde_json::Value =
-                serde_json::from_str(raw).map_err(|e| format!("post {}: {e}", query.post_id.as_deref().unwrap_or("?")))?;
-            Ok(python_json(&value))
-        };
-        Ok(match self.task {
-            Task::Red => {
-                let (Some(start), Some(end)) = (query.window_start, query.window_end) else {
-                    return Err(format!("query {} has no window", query.query_id));
-                };
-                format!("请给出从{start}到{end}，在社交媒体上讨论的发生在{}的事件。", need(&query.location, "location")?)
-            }
-            Task::Ses => format!("请给出话题“{}”的事件发生经过和详细时间、地点、情节。", need(&query.topic, "topic")?),
-            Task::Mid => format!("Please determine if the twitter '{}' is true.", need(&query.claim, "claim")?),
-            Task::Ubp => {
-                let action =
-                    query.action.as_deref().and_then(action_word).ok_or_else(|| format!("query {} has no action", query.query_id))?;
-                format!("请判断ID为{}的用户是否对帖子```{}```进行{action}。", need(&query.uid, "uid")?, post()?)
-            }
-            Task::Uea => format!("请判断ID为{}的用户会对帖子```{}```产生哪种情绪。", need(&query.uid, "uid")?, post()?),
-            Task::Ucs => format!(
-                "请判断帖子```{}```下的评论“{}”是否是由ID为{}的用户发表。",
-                post()?,
-                need(&query.comment, "comment")?,
-                need(&query.uid, "uid")?
-            ),
-            Task::Mcr => format!("请判断ID为{}的用户是否对帖子```{}```感兴趣。", need(&query.uid, "uid")?, post()?),
-            Task::Smq => need(&query.question, "question")?,
-        })
+        (self.user_message)(query, post_json)
+    }
+
+    /// The labels answers are scored in (`None` for judged tasks).
+    pub fn labels(&self) -> Option<&'static [&'static str]> {
+        match self.evaluation {
+            Evaluation::Label { labels, .. } => Some(labels),
+            Evaluation::Judged { .. } => None,
+        }
     }
 }
 
-/// Every tool some task uses (all eight).
+/// A field the task's query must have.
+fn need(query: &QueryRow, value: &Option<String>, what: &str) -> Result<String, String> {
+    value.clone().ok_or_else(|| format!("query {} has no {what}", query.query_id))
+}
+
+/// The post a user-task query is about, as the reference prints it.
+fn embedded_post(query: &QueryRow, post_json: Option<&str>) -> Result<String, String> {
+    let post_id = query.post_id.as_deref().unwrap_or("?");
+    let raw = post_json.ok_or_else(|| format!("post {post_id} of query {} is not in ref_posts", query.query_id))?;
+    let value: serde_json::Value = serde_json::from_str(raw).map_err(|e| format!("post {post_id}: {e}"))?;
+    Ok(python_json(&value))
+}
+
+/// 是/否 answers, also in English.
+fn yes_no(text: &str) -> Option<&'static str> {
+    match text {
+        "是" | "yes" => Some("是"),
+        "否" | "no" => Some("否"),
+        _ => None,
+    }
+}
+
+/// Every tool some task uses, in the paper's order.
 pub fn tools_in_use() -> Vec<&'static str> {
-    ALL_TOOLS.iter().filter(|t| DEFS.iter().any(|d| d.tool_names.contains(&t.name))).map(|t| t.name).collect()
+    let used = |t: &ToolSpec| Task::ALL.iter().any(|task| task_def(*task).tools.iter().any(|u| std::ptr::eq(*u, t)));
+    crate::tools::ALL_TOOLS.iter().filter(|t| used(t)).map(|t| t.name).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::queries::read_bundled;
+    use crate::queries::read_bundled;
 
     #[test]
     fn every_real_query_renders() {
         let queries = read_bundled().unwrap();
         let post = r#"{"内容": "周末见🔥", "发布时间": "2024-11-19 23:24", "转发量": 405411}"#;
         for q in &queries {
-            let def = task_def(q.task.parse().unwrap());
+            let def = task_def(q.task);
             let message = def.user_message(q, Some(post)).unwrap();
             assert!(!message.is_empty());
         }
-        let ubp = queries.iter().find(|q| q.task == "UBP" && q.action.as_deref() == Some("repost")).unwrap();
+        let ubp = queries.iter().find(|q| q.task == Task::Ubp && q.action.as_deref() == Some("repost")).unwrap();
         let def = task_def(Task::Ubp);
         assert!(def.system_prompt(ubp).contains("进行转发"));
         assert_eq!(
@@ -179,7 +146,24 @@ mod tests {
             "请给出从2025-06-01 00:00:00到2025-06-01 01:00:00，在社交媒体上讨论的发生在新疆的事件。"
         );
         assert_eq!(tools_in_use().len(), 8);
-        let err = task_def(Task::Mcr).user_message(queries.iter().find(|q| q.task == "MCR").unwrap(), None).unwrap_err();
+        let err = task_def(Task::Mcr).user_message(queries.iter().find(|q| q.task == Task::Mcr).unwrap(), None).unwrap_err();
         assert!(err.contains("is not in ref_posts"), "{err}");
+    }
+
+    #[test]
+    fn unknown_task_and_tool_names_are_errors_and_every_task_resolves_its_tools() {
+        let err = "RDE".parse::<Task>().unwrap_err();
+        assert!(err.contains("unknown task \"RDE\""), "{err}");
+        assert!(crate::tools::tool("post_serch").is_none());
+        for task in Task::ALL {
+            let def = task_def(task);
+            assert_eq!(def.task, task);
+            assert!(!def.tools.is_empty(), "{task}");
+            for t in def.tools {
+                assert!(crate::tools::tool(t.name).is_some_and(|found| std::ptr::eq(found, *t)), "{task}: {}", t.name);
+            }
+            assert_eq!(def.labels().is_some(), task.scoring() == some_schemas::Scoring::Label, "{task}");
+        }
+        assert_eq!(task_def(Task::Smq).tools.iter().map(|t| t.name).collect::<Vec<_>>(), ["user_search", "data_folder", "topic_search", "post_retrieve"]);
     }
 }

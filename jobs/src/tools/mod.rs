@@ -45,19 +45,20 @@ pub use spec::{Param, ParamType, ToolSpec, text_protocol_block};
 
 use crate::embed::Embedder;
 use crate::kernels::Kernels;
-use crate::model::{ChatModel, Usage};
+use crate::chat::{ChatModel, Usage};
+
+pub use data_folder::SPEC as DATA_FOLDER;
+pub use knowledge_retrieve::SPEC as KNOWLEDGE_RETRIEVE;
+pub use post_retrieve::SPEC as POST_RETRIEVE;
+pub use post_search::SPEC as POST_SEARCH;
+pub use topic_clustering::SPEC as TOPIC_CLUSTERING;
+pub use topic_search::SPEC as TOPIC_SEARCH;
+pub use topic_summarization::SPEC as TOPIC_SUMMARIZATION;
+pub use user_search::SPEC as USER_SEARCH;
 
 /// Every tool, in the paper's order.
-pub const ALL_TOOLS: [&ToolSpec; 8] = [
-    &data_folder::SPEC,
-    &post_search::SPEC,
-    &topic_search::SPEC,
-    &user_search::SPEC,
-    &post_retrieve::SPEC,
-    &knowledge_retrieve::SPEC,
-    &topic_clustering::SPEC,
-    &topic_summarization::SPEC,
-];
+pub const ALL_TOOLS: [&ToolSpec; 8] =
+    [&DATA_FOLDER, &POST_SEARCH, &TOPIC_SEARCH, &USER_SEARCH, &POST_RETRIEVE, &KNOWLEDGE_RETRIEVE, &TOPIC_CLUSTERING, &TOPIC_SUMMARIZATION];
 
 pub fn tool(name: &str) -> Option<&'static ToolSpec> {
     ALL_TOOLS.into_iter().find(|t| t.name == name)

@@ -15,7 +15,7 @@ use super::folders::{FolderData, Record, missing_folder};
 use super::spec::{Param, ParamType, ToolSpec};
 use super::topic_clustering::reference_split;
 use super::{Args, Folders, ToolContext, ToolError, ToolOutcome};
-use crate::model::{ChatModel, ChatRequest, Message, Usage};
+use crate::chat::{ChatModel, ChatRequest, Message, Usage};
 use crate::protocol::strip_think;
 
 pub static SPEC: ToolSpec = ToolSpec {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use some_workers::Lake;
-use some_workers::check::check_coverage;
+use some_workers::world::check::check_coverage;
 
 #[derive(Debug, Args)]
 pub struct Check {

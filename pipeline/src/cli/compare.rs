@@ -1,18 +1,17 @@
-//! `some compare RUN BASELINE` and `some compact RUN`.
+//! `some compare RUN BASELINE`: per-task deltas against a baseline run.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use some_schemas::PRIMARY_JUDGING;
+use some_schemas::{PRIMARY_JUDGING, RunId};
 use some_workers::Lake;
-use some_workers::compare::{compare, regressions};
-use some_workers::judging::load_judging;
-use some_workers::runs::{compact, read_run};
+use some_workers::runs::compare::{compare, regressions};
+use some_workers::runs::{load_run, read_run};
 
 #[derive(Debug, Args)]
 pub struct Compare {
-    pub run_id: String,
-    pub baseline: String,
+    pub run_id: RunId,
+    pub baseline: RunId,
     /// Read the run's scores under this judging.
     #[arg(long, default_value = PRIMARY_JUDGING)]
     pub judging: String,
@@ -34,8 +33,8 @@ impl Compare {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         // Both must be known runs and judgings; an unknown one is an error,
         // not an empty diff.
-        load_judging(lake, &self.run_id, &self.judging).await?;
-        load_judging(lake, &self.baseline, &self.baseline_judging).await?;
+        load_run(lake, &self.run_id).await?.judging(&self.judging)?;
+        load_run(lake, &self.baseline).await?.judging(&self.baseline_judging)?;
         let run = read_run(lake, &self.run_id).await?.finals(&self.judging);
         let baseline = read_run(lake, &self.baseline).await?.finals(&self.baseline_judging);
         let deltas = compare(&run, &baseline, self.resamples, self.seed);
@@ -73,19 +72,5 @@ impl Compare {
         let codes: Vec<&str> = dropped.iter().map(|t| t.code()).collect();
         eprintln!("regression: {} dropped by more than {} points", codes.join(", "), self.threshold);
         Ok(ExitCode::FAILURE)
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct Compact {
-    pub run_id: String,
-}
-
-impl Compact {
-    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        some_workers::runs::load_run(lake, &self.run_id).await?;
-        let done = compact(lake, &self.run_id).await?;
-        println!("run {}: {} part files merged into {} ({} rows)", self.run_id, done.files_before, done.files_after, done.rows);
-        Ok(ExitCode::SUCCESS)
     }
 }

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use some_jobs::ingest::queries;
+use some_jobs::queries;
 use some_jobs::synth::{Scale, SynthConfig, World};
+use some_schemas::QueueLocation;
 use some_workers::Lake;
-use some_workers::embed::MiniLm;
-use some_workers::embedding::{EmbedTarget, embed};
+use some_workers::embed::{EmbedTarget, MiniLm, embed};
 use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
 use some_workers::models::{MINILM, fetch, model};
@@ -21,7 +21,8 @@ use some_workers::runs::plan_queries;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::progress::Bars;
-use super::run::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags, Run};
+use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
+use super::run::Run;
 
 #[derive(Debug, Args)]
 pub struct Demo {
@@ -111,7 +112,7 @@ impl Demo {
             html: None,
             wait: false,
             flags: ExecFlags {
-                jobs: QueueFlags { queue: "memory".into(), concurrency: 1, deadline: 3600 },
+                jobs: QueueFlags { queue: QueueLocation::Memory, concurrency: 1, deadline: 3600 },
                 calls: 2,
                 timeout: 600,
                 retries: 2,

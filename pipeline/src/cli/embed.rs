@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use some_schemas::PostSource;
+use some_schemas::{PostSource, QueueLocation};
 use some_workers::Lake;
-use some_workers::embed::MiniLm;
-use some_workers::embedding::{EmbedTarget, embed};
+
+use some_workers::embed::{EmbedTarget, MiniLm, embed};
 
 use super::progress::Bars;
 
@@ -19,8 +19,8 @@ pub struct Embed {
     pub source: Option<String>,
     /// `memory` embeds on this process; an AMQP URL publishes one job per
     /// partition for `some worker --kind compute`.
-    #[arg(long, env = "SOME_QUEUE", default_value = "memory")]
-    pub queue: String,
+    #[arg(long, env = "SOME_QUEUE", default_value = QueueLocation::MEMORY)]
+    pub queue: QueueLocation,
 }
 
 impl Embed {
@@ -34,7 +34,7 @@ impl Embed {
             ),
             other => anyhow::bail!("unknown collection {other:?}: expected posts or knowledge"),
         };
-        if self.queue != "memory" {
+        if let QueueLocation::Amqp(_) = &self.queue {
             let queue = some_workers::queue::open(&self.queue).await?;
             let jobs =
                 some_workers::coordinator::publish_embedding(queue.as_ref(), lake, &target, some_workers::models::MINILM.name).await?;

@@ -3,16 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Subcommand;
-use some_jobs::ingest::queries;
-use some_schemas::Task;
-use some_workers::world::ingest_queries;
-use some_workers::{Lake, coordinator, ingestion};
+use some_jobs::queries;
+use some_schemas::{QueueLocation, Task};
+use some_workers::world::{ingest, ingest_queries};
+use some_workers::{Lake, coordinator};
 
+use super::flags::QueueFlags;
 use super::progress::Bars;
-use super::run::QueueFlags;
+use super::wait::{self, Look};
 
 #[derive(Debug, Subcommand)]
 pub enum Ingest {
@@ -47,7 +47,7 @@ pub enum Ingest {
         id: String,
         /// The broker to publish to (amqp://...).
         #[arg(long, env = "SOME_QUEUE")]
-        queue: String,
+        queue: QueueLocation,
     },
     /// Delete what an uncommitted ingestion staged.
     Abort { id: String },
@@ -63,7 +63,7 @@ impl Ingest {
                 };
                 let mut counts: Vec<(Task, usize)> = Task::ALL.iter().map(|t| (*t, 0)).collect();
                 for r in &rows {
-                    if let Some(c) = counts.iter_mut().find(|(t, _)| t.code() == r.task) {
+                    if let Some(c) = counts.iter_mut().find(|(t, _)| *t == r.task) {
                         c.1 += 1;
                     }
                 }
@@ -73,7 +73,7 @@ impl Ingest {
                 println!("added {}, already present {}, into {}", report.added, report.skipped, lake.location());
             }
             Ingest::Release { dir, replace, wait, flags } => {
-                if flags.queue == "memory" {
+                if flags.queue.is_memory() {
                     let report = coordinator::ingest_in_process(lake, &dir, replace, flags.worker(), Arc::new(Bars::new())).await?;
                     println!(
                         "imported {} rows in {} files ({:.1} MB) from {} in {:.1} s",
@@ -86,9 +86,9 @@ impl Ingest {
                     return Ok(ExitCode::SUCCESS);
                 }
                 let queue = some_workers::queue::open(&flags.queue).await?;
-                let manifest = ingestion::plan(lake, &dir, replace).await?;
+                let manifest = ingest::plan(lake, &dir, replace).await?;
                 let units: Vec<u32> = (0..manifest.units.len() as u32).collect();
-                ingestion::publish(queue.as_ref(), &manifest.id, &units).await?;
+                ingest::publish(queue.as_ref(), &manifest.id, &units).await?;
                 println!(
                     "ingestion {}: {} units published for `some worker --kind compute`; follow with `some ingest status {}`",
                     manifest.id,
@@ -100,12 +100,12 @@ impl Ingest {
                 }
             }
             Ingest::Status { id } => {
-                let status = ingestion::status(lake, &id).await?;
+                let status = ingest::status(lake, &id).await?;
                 print!("{}", describe(&status));
             }
             Ingest::Resume { id, queue } => {
                 let queue = some_workers::queue::open(&queue).await?;
-                let jobs = ingestion::resume(lake, queue.as_ref(), &id).await?;
+                let jobs = ingest::resume(lake, queue.as_ref(), &id).await?;
                 if jobs == 0 {
                     println!("ingestion {id} is committed: nothing to resume");
                 } else {
@@ -113,7 +113,7 @@ impl Ingest {
                 }
             }
             Ingest::Abort { id } => {
-                ingestion::abort(lake, &id).await?;
+                ingest::abort(lake, &id).await?;
                 println!("ingestion {id}: staged files and records deleted");
             }
         }
@@ -121,7 +121,7 @@ impl Ingest {
     }
 }
 
-fn describe(status: &ingestion::IngestionStatus) -> String {
+fn describe(status: &ingest::IngestionStatus) -> String {
     let m = &status.manifest;
     let mut out = format!("ingestion {} of {}{}\n", m.id, m.root.display(), if m.replace { " (replacing the world)" } else { "" });
     out.push_str(&format!("{} of {} units staged, {} failed\n", status.done, m.units.len(), status.failed.len()));
@@ -139,14 +139,14 @@ fn describe(status: &ingestion::IngestionStatus) -> String {
     out
 }
 
-/// Polls until the ingestion commits (success) or a unit fails.
+/// Waits until the ingestion commits (success) or a unit fails.
 async fn wait_for(lake: &Lake, id: &str) -> anyhow::Result<ExitCode> {
-    loop {
-        let status = ingestion::status(lake, id).await?;
-        if status.committed.is_some() || !status.failed.is_empty() {
-            print!("{}", describe(&status));
-            return Ok(if status.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let failures = wait::until_settled(None, None, || async move {
+        let status = ingest::status(lake, id).await?;
+        let failures = status.failed.iter().map(|(unit, error)| format!("unit {unit}: {error}")).collect();
+        Ok(Look { done: status.done, settled: status.committed.is_some(), failures })
+    })
+    .await?;
+    print!("{}", describe(&ingest::status(lake, id).await?));
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

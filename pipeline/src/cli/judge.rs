@@ -4,22 +4,21 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
-use some_jobs::progress::Progress as _;
-use some_schemas::{Job, JobKind, JobMessage, PRIMARY_JUDGING};
+use some_schemas::{JobKind, PRIMARY_JUDGING, QueueLocation, RunEvent, RunId};
 use some_workers::Lake;
 use some_workers::coordinator;
-use some_workers::judging::{JudgingSpec, judgings, publish_judging, record_judging, unscored};
-use some_workers::runs::{load_run, read_run, record_event};
+use some_workers::runs::{JudgingSpec, load_run, read_run, record_event, record_judging, unscored};
 
+use super::flags::{ExecFlags, JudgeFlags};
 use super::progress::Bars;
-use super::run::{ExecFlags, JudgeFlags, print_report};
+use super::report::print_report;
+use super::wait::{self, Jobs, Look, report_failures};
 
 #[derive(Debug, Args)]
 pub struct JudgeCmd {
-    pub run_id: String,
+    pub run_id: RunId,
     /// `primary` (the run's own judge) or the name of another judging.
     #[arg(long, default_value = PRIMARY_JUDGING)]
     pub judging: String,
@@ -42,11 +41,12 @@ impl JudgeCmd {
     /// The judging this command line asks for: as recorded, with new
     /// endpoints if given, or a new one.
     async fn judging(&self, lake: &Lake) -> anyhow::Result<JudgingSpec> {
-        let (mut run, cancelled) = load_run(lake, &self.run_id).await?;
-        if cancelled {
+        let record = load_run(lake, &self.run_id).await?;
+        if record.cancelled {
             anyhow::bail!("run {} was cancelled", self.run_id);
         }
-        let existing = judgings(lake, &run).await?.into_iter().find(|j| j.judging == self.judging);
+        let existing = record.judging(&self.judging).ok().cloned();
+        let mut run = record.spec;
         if let (Some(j), Some(model)) = (&existing, &self.judge.judge_model)
             && *model != j.judge_model
         {
@@ -81,7 +81,7 @@ impl JudgeCmd {
             spec.judge_endpoints = self.judge.judge_endpoints.clone();
             if spec.judging == PRIMARY_JUDGING {
                 run.judge_endpoints = spec.judge_endpoints.clone();
-                record_event(lake, &run, some_schemas::RunEvent::Submitted).await?;
+                record_event(lake, &run, RunEvent::Submitted).await?;
             } else {
                 record_judging(lake, &spec).await?;
             }
@@ -92,61 +92,36 @@ impl JudgeCmd {
 
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         let spec = self.judging(lake).await?;
-        let (run, _) = load_run(lake, &self.run_id).await?;
+        let run = load_run(lake, &self.run_id).await?.spec;
         let todo = unscored(&run, &read_run(lake, &run.run_id).await?, &spec.judging);
         if todo.is_empty() {
             println!("run {}: every final episode has a score under judging {}", run.run_id, spec.judging);
             return Ok(ExitCode::SUCCESS);
         }
         eprintln!("run {}: judging {} episodes under {} with {}", run.run_id, todo.len(), spec.judging, spec.judge_model);
-        if self.flags.jobs.queue == "memory" {
+        let again = "`some judge` again scores what is missing";
+        let QueueLocation::Amqp(_) = &self.flags.jobs.queue else {
             let dead =
                 coordinator::judge_in_process(lake, &spec, &todo, self.shard_size, self.flags.worker(), Arc::new(Bars::new())).await?;
             print_report(lake, &run.run_id, &spec.judging, None).await?;
-            return report_dead(&dead.iter().map(|d| d.reason.clone()).collect::<Vec<_>>());
-        }
+            return Ok(report_failures(&dead.into_iter().map(|d| d.reason).collect::<Vec<_>>(), again));
+        };
         let queue = some_workers::queue::open(&self.flags.jobs.queue).await?;
-        let shards = publish_judging(queue.as_ref(), &spec, &todo, self.shard_size).await?;
+        let shards = coordinator::publish_judging(queue.as_ref(), &spec, &todo, self.shard_size).await?;
         eprintln!("published {} judge jobs for `some worker --kind llm`", shards.len());
         if !self.wait {
             return Ok(ExitCode::SUCCESS);
         }
-        let bars = Bars::new();
-        bars.phase("judged", Some(todo.len() as u64));
-        let mut left = todo.len();
-        while left > 0 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let dead: Vec<String> = queue
-                .dead_letters(JobKind::Judge)
-                .await?
-                .into_iter()
-                .filter(|d| {
-                    matches!(JobMessage::from_bytes(&d.body), Ok(JobMessage { job: Job::Judge { shard_id, .. }, .. })
-                        if shards.contains(&shard_id))
-                })
-                .map(|d| d.reason)
-                .collect();
-            if !dead.is_empty() {
-                bars.finish();
-                return report_dead(&dead);
-            }
-            let now = unscored(&run, &read_run(lake, &run.run_id).await?, &spec.judging).len();
-            bars.advance(left.saturating_sub(now) as u64);
-            left = now;
+        let jobs = Jobs { queue: queue.as_ref(), kind: JobKind::Judge, shards: &shards };
+        let (run, spec, total) = (&run, &spec, todo.len());
+        let failures = wait::until_settled(Some(("judged", total)), Some(jobs), || async move {
+            let left = unscored(run, &read_run(lake, &run.run_id).await?, &spec.judging).len();
+            Ok(Look { done: total.saturating_sub(left), settled: left == 0, failures: Vec::new() })
+        })
+        .await?;
+        if failures.is_empty() {
+            print_report(lake, &run.run_id, &spec.judging, None).await?;
         }
-        bars.finish();
-        print_report(lake, &run.run_id, &spec.judging, None).await?;
-        Ok(ExitCode::SUCCESS)
+        Ok(report_failures(&failures, again))
     }
-}
-
-fn report_dead(reasons: &[String]) -> anyhow::Result<ExitCode> {
-    if reasons.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    for reason in reasons {
-        eprintln!("dead-lettered: {reason}");
-    }
-    eprintln!("`some judge` again scores what is missing");
-    Ok(ExitCode::FAILURE)
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use some_jobs::kernels::CpuKernels;
 use some_jobs::tools::ToolSettings;
 use some_workers::Lake;
-use some_workers::backend::LakeBackend;
+use some_workers::world::LakeBackend;
 use some_workers::llm::installed_embedder;
 use some_workers::mcp::{McpWorld, SomeMcp};
 

@@ -1,20 +1,28 @@
-//! The `some` command line: one file per subcommand; each turns its flags
-//! into a validated plan, then calls the workers crate.
+//! The `some` command line: one file per subcommand, [`flags`] for the
+//! flags several share and [`wait`] for waiting on workers; each command
+//! turns its flags into a validated plan, then calls the workers crate.
 
+mod cancel;
 mod check;
+mod compact;
 mod compare;
 mod demo;
 mod embed;
+mod flags;
 mod ingest;
 mod judge;
 mod llm;
 mod mcp;
 mod models;
 mod progress;
+mod report;
+mod rerun;
 mod run;
 mod sql;
 mod status;
 mod synth;
+mod wait;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -45,21 +53,21 @@ pub enum Command {
     /// Run queries with an agent model and score them (on this process).
     Run(run::Run),
     /// Run the queries of a run that have no final result.
-    Rerun(run::Rerun),
+    Rerun(rerun::Rerun),
     /// Score a run's final episodes again or under another judge (judge jobs).
     Judge(judge::JudgeCmd),
     /// A run's scores and completion rates beside the paper's.
-    Report(run::Report),
+    Report(report::Report),
     /// A run's progress per task, failures by cause, throughput and ETA.
     Status(status::Status),
     /// Stop a run: workers drop its remaining shards.
-    Cancel(status::Cancel),
+    Cancel(cancel::Cancel),
     /// Consume and run jobs from a broker.
-    Worker(status::WorkerCmd),
+    Worker(worker::WorkerCmd),
     /// Per-task deltas against a baseline run; fails on a regression.
     Compare(compare::Compare),
     /// Merge a run's small result files.
-    Compact(compare::Compact),
+    Compact(compact::Compact),
     /// Serve a built-in model over an OpenAI-compatible HTTP API.
     #[command(subcommand)]
     Llm(llm::Llm),

@@ -30,7 +30,7 @@ pub struct MiniLm {
 }
 
 fn load_err(e: impl std::fmt::Display) -> Error {
-    Error::Other(format!("loading {}: {e}", MINILM.name))
+    Error::Invalid(format!("loading {}: {e}", MINILM.name))
 }
 
 impl MiniLm {

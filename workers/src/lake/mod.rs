@@ -210,11 +210,11 @@ impl Lake {
             Ok(got) => {
                 let bytes = got.bytes().await.map_err(Error::store("read", &path))?;
                 let manifest: serde_json::Value =
-                    serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{path}: not a lake manifest: {e}")))?;
+                    serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{path}: not a lake manifest: {e}")))?;
                 let version = manifest.get("schema_version").and_then(|v| v.as_u64());
                 if version != Some(u64::from(some_schemas::SCHEMA_VERSION)) {
                     let found = version.map_or_else(|| "no schema version".to_string(), |v| format!("schema version {v}"));
-                    return Err(Error::Other(format!(
+                    return Err(Error::Invalid(format!(
                         "the lake at {} has {found} ({path}); this build reads version {}: use another --lake, or the build that wrote it",
                         self.location,
                         some_schemas::SCHEMA_VERSION

@@ -91,7 +91,7 @@ impl std::str::FromStr for OutputFormat {
 
 /// Renders batches in the given format.
 pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<String> {
-    let err = |e: arrow::error::ArrowError| Error::Other(format!("formatting the result: {e}"));
+    let err = |e: arrow::error::ArrowError| Error::Invalid(format!("formatting the result: {e}"));
     match format {
         OutputFormat::Table => Ok(arrow::util::pretty::pretty_format_batches(batches).map_err(err)?.to_string()),
         OutputFormat::Csv => {
@@ -122,7 +122,7 @@ pub fn format_batches(batches: &[RecordBatch], format: OutputFormat) -> Result<S
 mod tests {
     use super::*;
     use crate::lake::LakeLocation;
-    use some_schemas::{KnowledgeRow, PostRow, buckets};
+    use some_schemas::{KnowledgeRow, PostRow, PostSource, buckets};
 
     fn knowledge(i: i64) -> KnowledgeRow {
         KnowledgeRow { doc_index: i, content: format!("report {i}"), link: None, extra: None }
@@ -188,39 +188,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::open(&LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
         let bucket = buckets::raw("2025-05-01", "北京");
-        let post = |id: &str, source: &str| PostRow {
-            post_id: id.into(),
+        let post = |id: &str, source: PostSource| PostRow {
             published_at: some_schemas::Timestamp::parse("2025-05-01 08:00:00"),
             area: Some("北京".into()),
-            topic: None,
-            uid: None,
-            nickname: None,
-            platform: None,
-            title: None,
-            content: format!("内容 {id}"),
-            description: None,
-            ocr: None,
-            location: None,
-            client: None,
-            reposts: None,
-            comments: None,
-            likes: None,
-            pic_num: None,
-            pictures: None,
-            video: None,
-            rca_list: None,
-            extra: None,
-            source: source.into(),
-            bucket: bucket.clone(),
+            ..PostRow::new(id, format!("内容 {id}"), source, bucket.clone())
         };
         let mut txn = lake.txn();
-        txn.write_rows(vec![post("a", "raw"), post("b", "raw"), post("c", "topic")]).await.unwrap();
+        txn.write_rows(vec![post("a", PostSource::Raw), post("b", PostSource::Raw), post("c", PostSource::Topic)]).await.unwrap();
         txn.commit().await.unwrap();
         assert!(dir.path().join(format!("posts/source=raw/bucket={bucket}")).is_dir());
 
         let ctx = lake.session().unwrap();
         let rows: Vec<PostRow> =
-            lake.read(&ctx, Some(datafusion::prelude::col("source").eq(datafusion::prelude::lit("raw")))).await.unwrap();
+            lake.read(&ctx, Some(datafusion::prelude::col(some_schemas::posts::source).eq(datafusion::prelude::lit(PostSource::Raw.as_str())))).await.unwrap();
         let mut ids: Vec<_> = rows.iter().map(|r| r.post_id.as_str()).collect();
         ids.sort();
         assert_eq!(ids, ["a", "b"]);

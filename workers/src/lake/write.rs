@@ -124,7 +124,7 @@ impl Txn {
             let batch = R::to_batch(&rows)?;
             let encoded = tokio::task::spawn_blocking(move || encode_parquet(&table, &batch))
                 .await
-                .map_err(|e| Error::Other(format!("encoding task failed: {e}")))??;
+                .map_err(|e| Error::Task(format!("encoding task failed: {e}")))??;
             self.put_part(&table, &partition, encoded, rows.len() as u64).await?;
         }
         Ok(())

@@ -26,7 +26,7 @@ use backon::{ExponentialBuilder, Retryable};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
-use some_jobs::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
 use some_jobs::protocol::NativeToolCall;
 use tokio::sync::Semaphore;
 

@@ -26,7 +26,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use some_jobs::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
 use some_jobs::protocol::{NativeToolCall, parse_reply};
 
 use crate::error::{Error, Result};
@@ -49,7 +49,7 @@ fn backend() -> Result<&'static LlamaBackend> {
             Ok(b)
         })
         .as_ref()
-        .map_err(|e| Error::Other(format!("llama.cpp backend: {e}")))
+        .map_err(|e| Error::Invalid(format!("llama.cpp backend: {e}")))
 }
 
 /// A llama.cpp context that may move between threads.
@@ -90,15 +90,15 @@ impl LocalModel {
     /// Loads an installed chat model by its registry entry.
     pub fn load(spec: &ModelSpec, threads: usize) -> Result<LocalModel> {
         if spec.kind != ModelKind::Chat {
-            return Err(Error::Other(format!("{} is not a chat model", spec.name)));
+            return Err(Error::Invalid(format!("{} is not a chat model", spec.name)));
         }
         let path = require(spec)?.join(spec.main_file().name);
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default())
-            .map_err(|e| Error::Other(format!("loading {}: {e}", path.display())))?;
+            .map_err(|e| Error::Invalid(format!("loading {}: {e}", path.display())))?;
         // The model lives as long as the process: contexts borrow it.
         let model: &'static LlamaModel = Box::leak(Box::new(model));
-        let template = model.chat_template(None).map_err(|e| Error::Other(format!("{}: no chat template: {e}", spec.name)))?;
+        let template = model.chat_template(None).map_err(|e| Error::Invalid(format!("{}: no chat template: {e}", spec.name)))?;
         let threads = threads.max(1) as i32;
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
@@ -107,7 +107,7 @@ impl LocalModel {
                 .with_n_batch(512)
                 .with_n_threads(threads)
                 .with_n_threads_batch(threads);
-            let ctx = model.new_context(backend, params).map_err(|e| Error::Other(format!("{}: context: {e}", spec.name)))?;
+            let ctx = model.new_context(backend, params).map_err(|e| Error::Invalid(format!("{}: context: {e}", spec.name)))?;
             slots.push(Slot { ctx: SendContext(ctx), tokens: Vec::new(), last_used: 0 });
         }
         Ok(LocalModel {

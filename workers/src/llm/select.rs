@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use some_jobs::embed::Embedder;
-use some_jobs::model::ChatModel;
+use some_jobs::chat::ChatModel;
 
 use super::{ClientSettings, Endpoint, LocalModel, OpenAiClient};
 use crate::embed::MiniLm;
@@ -18,7 +18,7 @@ pub fn chat_model(name: &str, endpoints: &[String], settings: &ClientSettings, t
         return Ok(Arc::new(LocalModel::load(built_in_chat_model(name)?, threads)?));
     }
     let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
-    Ok(Arc::new(OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Other(e.to_string()))?))
+    Ok(Arc::new(OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Invalid(e.to_string()))?))
 }
 
 /// The built-in chat model called `name`; no such model is an unknown
@@ -38,7 +38,7 @@ pub fn check_chat_model(name: &str, endpoints: &[String]) -> Result<()> {
         return crate::models::require(built_in_chat_model(name)?).map(drop);
     }
     let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
-    OpenAiClient::new(name, pool, ClientSettings::default()).map(drop).map_err(|e| Error::Other(e.to_string()))
+    OpenAiClient::new(name, pool, ClientSettings::default()).map(drop).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// The built-in embedder if it is installed. Without it the tools that

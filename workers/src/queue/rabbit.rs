@@ -34,7 +34,7 @@ fn dead_queue(kind: JobKind) -> String {
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Other(format!("RabbitMQ {what}: {e}"))
+    Error::Queue(format!("RabbitMQ {what}: {e}"))
 }
 
 /// A connection to RabbitMQ for publishing; consumers open their own.
@@ -117,7 +117,7 @@ impl RabbitQueue {
                     Ok(pending) => pending
                         .await
                         .map_err(|e| err("awaiting the confirm", e))
-                        .and_then(|c| if c.is_ack() { Ok(()) } else { Err(Error::Other("RabbitMQ refused the message (nack)".into())) }),
+                        .and_then(|c| if c.is_ack() { Ok(()) } else { Err(Error::Queue("RabbitMQ refused the message (nack)".into())) }),
                     Err(e) => Err(err("publishing", e)),
                 };
                 if result.is_err() {

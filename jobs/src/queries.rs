@@ -60,14 +60,14 @@ pub fn read_task_file(task: Task, path: &Path) -> Result<Vec<QueryRow>, InputErr
 /// The query files compiled into the binary (`datasets/some`), so a fresh
 /// machine can run the benchmark without the repository.
 const BUNDLED: [(Task, &[u8]); 8] = [
-    (Task::Red, include_bytes!("../../../datasets/some/realtime_event_detection/ground_truth.json.zst")),
-    (Task::Ses, include_bytes!("../../../datasets/some/streaming_event_summary/ground_truth.json.zst")),
-    (Task::Mid, include_bytes!("../../../datasets/some/misinformation_detection/ground_truth.json.zst")),
-    (Task::Ubp, include_bytes!("../../../datasets/some/user_behavior_prediction/ground_truth.json.zst")),
-    (Task::Uea, include_bytes!("../../../datasets/some/user_emotion_analysis/ground_truth.json.zst")),
-    (Task::Ucs, include_bytes!("../../../datasets/some/user_comment_silmulation/ground_truth.json.zst")),
-    (Task::Mcr, include_bytes!("../../../datasets/some/media_content_recommend/ground_truth.json.zst")),
-    (Task::Smq, include_bytes!("../../../datasets/some/social_media_question_answering/ground_truth.json.zst")),
+    (Task::Red, include_bytes!("../../datasets/some/realtime_event_detection/ground_truth.json.zst")),
+    (Task::Ses, include_bytes!("../../datasets/some/streaming_event_summary/ground_truth.json.zst")),
+    (Task::Mid, include_bytes!("../../datasets/some/misinformation_detection/ground_truth.json.zst")),
+    (Task::Ubp, include_bytes!("../../datasets/some/user_behavior_prediction/ground_truth.json.zst")),
+    (Task::Uea, include_bytes!("../../datasets/some/user_emotion_analysis/ground_truth.json.zst")),
+    (Task::Ucs, include_bytes!("../../datasets/some/user_comment_silmulation/ground_truth.json.zst")),
+    (Task::Mcr, include_bytes!("../../datasets/some/media_content_recommend/ground_truth.json.zst")),
+    (Task::Smq, include_bytes!("../../datasets/some/social_media_question_answering/ground_truth.json.zst")),
 ];
 
 /// Reads the bundled copy of the release's query files.
@@ -144,23 +144,10 @@ impl Rows<'_> {
         let entry_json = entry.to_string();
         let occurrence = self.rows.iter().rev().take_while(|r| r.source_key == source_key).filter(|r| r.entry == entry_json).count() as u32;
         let mut row = QueryRow {
-            query_id: QueryId::derive(self.task, source_key, &entry_json, occurrence).0,
-            task: self.task.code().to_string(),
             source_key: source_key.to_string(),
             position,
-            uid: None,
-            post_id: None,
-            action: None,
-            comment: None,
-            location: None,
-            window_start: None,
-            window_end: None,
-            topic: None,
-            claim: None,
-            question: None,
-            label: None,
-            reference: None,
-            entry: entry_json,
+            entry: entry_json.clone(),
+            ..QueryRow::blank(QueryId::derive(self.task, source_key, &entry_json, occurrence), self.task)
         };
         fill(&mut row);
         self.rows.push(row);
@@ -319,7 +306,7 @@ mod tests {
         let rows = read_dataset_dir(dir.path()).unwrap();
         assert_eq!(rows.len(), 5);
         let red = &rows[0];
-        assert_eq!(red.task, "RED");
+        assert_eq!(red.task, Task::Red);
         assert_eq!(red.location.as_deref(), Some("新疆"));
         assert_eq!(red.window_end.unwrap().to_string(), "2025-06-01 01:00:00");
         let ubp = &rows[1];

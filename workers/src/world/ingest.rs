@@ -41,7 +41,7 @@ use some_schemas::{Job, JobKind, JobMessage, buckets};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::queue::Queue;
-use crate::world::{delete_world, guard_world};
+use super::{delete_world, guard_world};
 
 /// What an ingestion reads, recorded when it is planned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,15 +94,6 @@ pub enum UnitOutcome {
     AlreadyCommitted,
 }
 
-/// Why a unit's job failed.
-#[derive(Debug)]
-pub enum UnitError {
-    /// A file or the ingestion cannot be read: trying again cannot help.
-    Permanent(String),
-    /// The lake failed: trying again may help.
-    Transient(Error),
-}
-
 /// Groups a release's files by the partition they fill: user files by
 /// timeline bucket (64 units, not one per user), every other file alone.
 fn units(files: Vec<ReleaseFile>) -> Vec<Vec<ReleaseFile>> {
@@ -135,7 +126,7 @@ async fn get_json<T: DeserializeOwned>(lake: &Lake, path: &object_store::path::P
     match lake.store().get(path).await {
         Ok(got) => {
             let bytes = got.bytes().await.map_err(Error::store("read", path))?;
-            serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Other(format!("{path}: unreadable ingestion record: {e}")))
+            serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Invalid(format!("{path}: unreadable ingestion record: {e}")))
         }
         Err(object_store::Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(Error::store("read", path)(e)),
@@ -143,7 +134,7 @@ async fn get_json<T: DeserializeOwned>(lake: &Lake, path: &object_store::path::P
 }
 
 async fn put_json<T: Serialize>(lake: &Lake, path: &object_store::path::Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Other(format!("{path}: {e}")))?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
     lake.store().put(path, PutPayload::from(bytes)).await.map_err(Error::store("write", path))?;
     Ok(())
 }
@@ -167,8 +158,8 @@ async fn manifest(lake: &Lake, id: &str) -> Result<Manifest> {
 /// Checks the release under `root` and records an ingestion of it.
 pub async fn plan(lake: &Lake, root: &Path, replace: bool) -> Result<Manifest> {
     guard_world(lake, replace).await?;
-    let root = std::fs::canonicalize(root).map_err(|e| Error::Other(format!("{}: {e}", root.display())))?;
-    let release = tokio::task::spawn_blocking(move || Release::open(&root)).await.map_err(|e| Error::Other(e.to_string()))??;
+    let root = std::fs::canonicalize(root).map_err(Error::io(root.display()))?;
+    let release = tokio::task::spawn_blocking(move || Release::open(&root)).await??;
     let now = chrono::Utc::now();
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     let manifest = Manifest {
@@ -232,7 +223,7 @@ pub async fn resume(lake: &Lake, queue: &dyn Queue, id: &str) -> Result<usize> {
 pub async fn abort(lake: &Lake, id: &str) -> Result<()> {
     let status = status(lake, id).await?;
     if status.committed.is_some() {
-        return Err(Error::Other(format!("ingestion {id} is committed; its rows are part of the world now")));
+        return Err(Error::Invalid(format!("ingestion {id} is committed; its rows are part of the world now")));
     }
     for prefix in [lake.path(&format!("_staging/{id}")), lake.path(&format!("_ingest/{id}"))] {
         let paths: Vec<_> =
@@ -249,37 +240,32 @@ pub async fn abort(lake: &Lake, id: &str) -> Result<()> {
 
 /// The job of one unit: stage its rows, record it done, and commit the
 /// ingestion if every unit is done.
-pub async fn run_unit(lake: &Lake, id: &str, unit: u32) -> std::result::Result<UnitOutcome, UnitError> {
-    let manifest = manifest(lake, id).await.map_err(|e| match e {
-        Error::Unknown(m) => UnitError::Permanent(m),
-        other => UnitError::Transient(other),
-    })?;
+pub async fn run_unit(lake: &Lake, id: &str, unit: u32) -> Result<UnitOutcome> {
+    let manifest = manifest(lake, id).await?;
     let Some(files) = manifest.units.get(unit as usize).cloned() else {
-        return Err(UnitError::Permanent(format!("ingestion {id} has {} units, not a unit {unit}", manifest.units.len())));
+        return Err(Error::Unknown(format!("ingestion {id} has {} units, not a unit {unit}", manifest.units.len())));
     };
-    let transient = UnitError::Transient;
-    if get_json::<CommitRecord>(lake, &state_path(lake, id, "committed.json")).await.map_err(transient)?.is_some() {
+    if get_json::<CommitRecord>(lake, &state_path(lake, id, "committed.json")).await?.is_some() {
         return Ok(UnitOutcome::AlreadyCommitted);
     }
     let done_path = state_path(lake, id, &marker("done", unit));
-    if get_json::<UnitDone>(lake, &done_path).await.map_err(transient)?.is_none() {
+    if get_json::<UnitDone>(lake, &done_path).await?.is_none() {
         let done = match stage(lake, id, unit, files).await {
             Ok(done) => done,
             Err(Error::Input(e)) => {
-                let message = e.to_string();
-                if let Err(e) = put_json(lake, &state_path(lake, id, &marker("failed", unit)), &message).await {
-                    tracing::warn!(error = %e, "could not record a failed unit");
+                if let Err(record) = put_json(lake, &state_path(lake, id, &marker("failed", unit)), &e.to_string()).await {
+                    tracing::warn!(error = %record, "could not record a failed unit");
                 }
-                return Err(UnitError::Permanent(message));
+                return Err(Error::Input(e));
             }
-            Err(e) => return Err(transient(e)),
+            Err(e) => return Err(e),
         };
-        put_json(lake, &done_path, &done).await.map_err(transient)?;
+        put_json(lake, &done_path, &done).await?;
     }
-    if recorded(lake, id, "done").await.map_err(transient)?.len() < manifest.units.len() {
+    if recorded(lake, id, "done").await?.len() < manifest.units.len() {
         return Ok(UnitOutcome::Staged);
     }
-    commit(lake, &manifest).await.map(UnitOutcome::Committed).map_err(transient)
+    commit(lake, &manifest).await.map(UnitOutcome::Committed)
 }
 
 /// Reads one unit's files and stages their rows under the ingestion.
@@ -292,7 +278,7 @@ async fn stage(lake: &Lake, id: &str, unit: u32, files: Vec<ReleaseFile>) -> Res
         Ok::<_, some_jobs::InputError>(all)
     })
     .await
-    .map_err(|e| Error::Other(e.to_string()))??;
+    ??;
     let mut txn = lake.txn_in(id, &format!("u{unit:06}"));
     txn.write_rows(part.posts).await?;
     txn.write_rows(part.users).await?;
@@ -310,7 +296,7 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
     for unit in 0..manifest.units.len() as u32 {
         let done: UnitDone = get_json(lake, &state_path(lake, &manifest.id, &marker("done", unit)))
             .await?
-            .ok_or_else(|| Error::Other(format!("ingestion {}: unit {unit} is not staged", manifest.id)))?;
+            .ok_or_else(|| Error::Invalid(format!("ingestion {}: unit {unit} is not staged", manifest.id)))?;
         record.rows += done.rows;
         record.bytes += done.bytes;
         record.parts += done.parts;

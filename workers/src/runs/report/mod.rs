@@ -11,16 +11,16 @@ use std::collections::{BTreeMap, HashMap};
 use some_jobs::agent::Transcript;
 use some_jobs::agent::analysis::{ChainFailure, first_chain_failure, tool_calling_hallucination};
 use some_jobs::scorers::baselines::{Baseline, baselines};
-use some_schemas::Task;
+use some_schemas::{QueryId, RunId, Task};
 
 pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
 pub use render::{html, text};
 
+use super::results::{FinalResult, RunRows, read_run};
+use super::record::load_run;
+use super::spec::{JudgingSpec, RunSpec};
 use crate::error::Result;
-use crate::judging::{JudgingSpec, load_judging};
 use crate::lake::Lake;
-use crate::runner::RunSpec;
-use crate::runs::{RunRows, load_run, read_run};
 use crate::world::read_queries;
 
 /// One task's line of the report.
@@ -77,29 +77,29 @@ impl Report {
 }
 
 /// The report of a run under one of its judgings.
-pub async fn build(lake: &Lake, run_id: &str, judging: &str) -> Result<Report> {
-    let (spec, cancelled) = load_run(lake, run_id).await?;
-    let (judging, _) = load_judging(lake, run_id, judging).await?;
+pub async fn build(lake: &Lake, run_id: &RunId, judging: &str) -> Result<Report> {
+    let record = load_run(lake, run_id).await?;
+    let judging = record.judging(judging)?.clone();
     let rows = read_run(lake, run_id).await?;
-    let labels: HashMap<String, Option<String>> = read_queries(lake).await?.into_iter().map(|q| (q.query_id, q.label)).collect();
-    Ok(summarize(spec, judging, cancelled, &rows, &labels))
+    let labels: HashMap<QueryId, Option<String>> = read_queries(lake).await?.into_iter().map(|q| (q.query_id, q.label)).collect();
+    Ok(summarize(record.spec, judging, record.cancelled, &rows, &labels))
 }
 
 /// The report of a run from its rows and the queries' labels.
-pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<String, Option<String>>) -> Report {
+pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<QueryId, Option<String>>) -> Report {
     let finals = rows.finals(&judging.judging);
     let unscored = rows.final_episodes().len() - finals.len();
     let mut tasks = Vec::new();
     for task in Task::ALL {
-        let planned: Vec<&String> = spec.queries.iter().filter(|q| q.starts_with(&format!("{}-", task.code().to_lowercase()))).collect();
+        let planned: Vec<&QueryId> = spec.queries.iter().filter(|q| q.task() == Some(task)).collect();
         if planned.is_empty() {
             continue;
         }
-        let done: Vec<_> = planned.iter().filter_map(|q| finals.get(q.as_str())).collect();
-        let mean = |f: &dyn Fn(&crate::runs::FinalResult) -> f64| {
+        let done: Vec<_> = planned.iter().filter_map(|q| finals.get(*q)).collect();
+        let mean = |f: &dyn Fn(&FinalResult) -> f64| {
             (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64)
         };
-        let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(q.as_str()).and_then(|l| l.as_deref())).collect();
+        let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(*q).and_then(|l| l.as_deref())).collect();
         tasks.push(TaskLine {
             task,
             planned: planned.len(),
@@ -118,9 +118,9 @@ pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &Ru
         prompt_tokens += e.prompt_tokens;
         completion_tokens += e.completion_tokens;
         judge_calls += i64::from(result.score.judge_calls);
-        let (Ok(task), Ok(transcript)) = (e.task.parse::<Task>(), serde_json::from_str::<Transcript>(&e.transcript)) else { continue };
+        let Ok(transcript) = serde_json::from_str::<Transcript>(&e.transcript) else { continue };
         tool_use.episodes += 1;
-        match first_chain_failure(task, &transcript) {
+        match first_chain_failure(e.task, &transcript) {
             None => tool_use.one_attempt += 1,
             Some(cause) => *tool_use.failures.entry(cause).or_default() += 1,
         }

@@ -1,10 +1,18 @@
-//! Filling the lake: queries and synthetic worlds (real releases go
-//! through [`crate::ingestion`], one job per unit).
+//! The world the tools read, and the queries: filling the lake with them
+//! (queries and synthetic worlds here; real releases through [`ingest`],
+//! one job per unit), checking it ([`check`]), and reading it for the tools
+//! ([`LakeBackend`]).
 //!
-//! Every function here writes through one [`Txn`](crate::lake::Txn): the
-//! lake shows all of an import or none of it.
+//! Every write here goes through one [`Txn`](crate::lake::Txn): the lake
+//! shows all of an import or none of it.
 
-use std::collections::{BTreeMap, HashSet};
+pub mod check;
+pub mod ingest;
+mod lake_backend;
+
+pub use lake_backend::LakeBackend;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +24,8 @@ use object_store::ObjectStoreExt;
 use some_jobs::progress::Progress;
 use some_jobs::release::ReleaseWriter;
 use some_jobs::synth::World;
-use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryRow, RefPostRow, Row, TableDef, UserRow};
+use some_schemas::row::ColumnValue;
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryId, QueryRow, RefPostRow, Row, TableDef, UserRow, posts, queries};
 
 use crate::error::{Error, Result};
 use crate::lake::{Lake, Txn, encode_parquet};
@@ -39,13 +48,14 @@ pub struct ImportReport {
 pub async fn ingest_queries(lake: &Lake, rows: Vec<QueryRow>) -> Result<ImportReport> {
     let started = Instant::now();
     let ctx = lake.session()?;
-    let existing: HashSet<String> = ctx
-        .sql("SELECT query_id FROM queries")
+    let existing: HashSet<QueryId> = ctx
+        .table(queries::TABLE)
         .await?
+        .select_columns(&[queries::query_id])?
         .collect()
         .await?
         .iter()
-        .flat_map(|b| <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).unwrap_or_default())
+        .flat_map(|b| <QueryId as ColumnValue>::from_array(b.column(0).as_ref()).unwrap_or_default())
         .flatten()
         .collect();
     let total = rows.len() as u64;
@@ -69,12 +79,22 @@ pub async fn read_queries(lake: &Lake) -> Result<Vec<QueryRow>> {
     lake.read::<QueryRow>(&ctx, None).await
 }
 
+/// Every query of the lake by id; a lake without queries is an error that
+/// says how to import them.
+pub async fn query_map(lake: &Lake) -> Result<HashMap<QueryId, QueryRow>> {
+    let queries = read_queries(lake).await?;
+    if queries.is_empty() {
+        return Err(Error::Invalid("the lake has no queries: run `some ingest queries` first".into()));
+    }
+    Ok(queries.into_iter().map(|q| (q.query_id.clone(), q)).collect())
+}
+
 /// Whether the lake holds any world data, and if so how many posts.
 pub async fn world_posts(lake: &Lake) -> Result<u64> {
-    let batches = lake.sql("SELECT count(*) FROM posts").await?;
+    let batches = lake.sql(&format!("SELECT count(*) FROM {}", posts::TABLE)).await?;
     Ok(batches
         .first()
-        .and_then(|b| <i64 as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).ok())
+        .and_then(|b| <i64 as ColumnValue>::from_array(b.column(0).as_ref()).ok())
         .and_then(|v| v.first().copied().flatten())
         .unwrap_or(0) as u64)
 }
@@ -83,7 +103,7 @@ pub async fn world_posts(lake: &Lake) -> Result<u64> {
 pub(crate) async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     let posts = world_posts(lake).await?;
     if posts > 0 && !replace {
-        return Err(Error::Other(format!(
+        return Err(Error::Invalid(format!(
             "the lake at {} already holds a world ({posts} posts); pass --replace to replace it, or use another --lake",
             lake.location()
         )));

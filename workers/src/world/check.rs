@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arrow::array::AsArray;
 use arrow::record_batch::RecordBatch;
-use some_schemas::{QueryRow, Task, Timestamp, buckets};
+use arrow::datatypes::DataType;
+use datafusion::prelude::{Expr, cast, col, lit};
+use some_schemas::{PostSource, QueryId, QueryRow, Task, Timestamp, buckets, knowledge, posts, ref_posts, users};
 
 use crate::error::Result;
 use crate::lake::Lake;
@@ -22,7 +24,7 @@ pub struct TaskCoverage {
     pub queries: usize,
     pub covered: usize,
     /// (query id, what is missing), in query order.
-    pub missing: Vec<(String, String)>,
+    pub missing: Vec<(QueryId, String)>,
 }
 
 /// Coverage of every task present in the lake's queries.
@@ -62,33 +64,39 @@ fn integers(batches: &[RecordBatch], column: usize) -> Vec<i64> {
 pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
     let ctx = lake.session()?;
     let queries: Vec<QueryRow> = lake.read(&ctx, None).await?;
-    let sql = |q: String| {
+    // One column (or two) of the posts of one source.
+    let of_source = |source: PostSource, columns: Vec<Expr>| {
         let ctx = ctx.clone();
-        async move { Ok::<_, crate::Error>(ctx.sql(&q).await?.collect().await?) }
+        async move {
+            let df = ctx.table(posts::TABLE).await?.filter(col(posts::source).eq(lit(source.as_str())))?.select(columns)?;
+            Ok::<_, crate::Error>(df.distinct()?.collect().await?)
+        }
+    };
+    let column_of = |table: &'static str, column: &'static str| {
+        let ctx = ctx.clone();
+        async move { Ok::<_, crate::Error>(ctx.table(table).await?.select_columns(&[column])?.collect().await?) }
     };
 
-    let raw = sql("SELECT bucket, CAST(published_at AS BIGINT) FROM posts WHERE source = 'raw'".into()).await?;
+    let raw = of_source(PostSource::Raw, vec![col(posts::bucket), cast(col(posts::published_at), DataType::Int64)]).await?;
     let mut stream_times: HashMap<String, Vec<i64>> = HashMap::new();
     for (bucket, t) in strings(&raw, 0).into_iter().zip(integers(&raw, 1)) {
         stream_times.entry(bucket.unwrap_or_default()).or_default().push(t);
     }
-    let topics: HashSet<String> =
-        strings(&sql("SELECT DISTINCT bucket FROM posts WHERE source = 'topic'".into()).await?, 0).into_iter().flatten().collect();
-    let users: HashSet<String> = strings(&sql("SELECT uid FROM users".into()).await?, 0).into_iter().flatten().collect();
-    let timelines: HashSet<String> =
-        strings(&sql("SELECT DISTINCT uid FROM posts WHERE source = 'weibo'".into()).await?, 0).into_iter().flatten().collect();
-    let ref_posts: HashSet<String> = strings(&sql("SELECT post_id FROM ref_posts".into()).await?, 0).into_iter().flatten().collect();
-    let knowledge = integers(&sql("SELECT count(*) FROM knowledge".into()).await?, 0).first().copied().unwrap_or(0);
+    let topics: HashSet<String> = strings(&of_source(PostSource::Topic, vec![col(posts::bucket)]).await?, 0).into_iter().flatten().collect();
+    let profiles: HashSet<String> = strings(&column_of(users::TABLE, users::uid).await?, 0).into_iter().flatten().collect();
+    let timelines: HashSet<String> = strings(&of_source(PostSource::Weibo, vec![col(posts::uid)]).await?, 0).into_iter().flatten().collect();
+    let ref_posts: HashSet<String> = strings(&column_of(ref_posts::TABLE, ref_posts::post_id).await?, 0).into_iter().flatten().collect();
+    let knowledge_docs = ctx.table(knowledge::TABLE).await?.count().await?;
 
     let mut coverage = Coverage::default();
     for q in &queries {
-        let Ok(task) = q.task.parse::<Task>() else { continue };
+        let task = q.task;
         let missing = match task {
             Task::Red => red_missing(q, &stream_times),
             Task::Ses => topic_missing(q.topic.as_deref(), &topics),
-            Task::Mid => (knowledge == 0).then(|| "the knowledge base is empty".to_string()),
+            Task::Mid => (knowledge_docs == 0).then(|| "the knowledge base is empty".to_string()),
             Task::Smq => match (&q.uid, &q.topic) {
-                (Some(uid), _) => user_missing(uid, &users, &timelines),
+                (Some(uid), _) => user_missing(uid, &profiles, &timelines),
                 (None, Some(topic)) => topic_missing(Some(topic), &topics),
                 // Two release questions name no user or topic; nothing can ground them.
                 (None, None) => None,
@@ -96,7 +104,7 @@ pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
             _ => {
                 let uid = q.uid.as_deref().unwrap_or_default();
                 let post = q.post_id.as_deref().unwrap_or_default();
-                user_missing(uid, &users, &timelines)
+                user_missing(uid, &profiles, &timelines)
                     .or_else(|| (!ref_posts.contains(post)).then(|| format!("post {post} is not in ref_posts")))
             }
         };
@@ -140,17 +148,16 @@ fn user_missing(uid: &str, users: &HashSet<String>, timelines: &HashSet<String>)
 }
 
 async fn answer_missing(ctx: &datafusion::prelude::SessionContext, q: &QueryRow) -> Result<Option<String>> {
-    use datafusion::prelude::{col, lit};
     let answer = q.reference.clone().unwrap_or_default();
     let filter = match (&q.uid, &q.topic) {
         (Some(uid), _) => {
-            col("source").eq(lit("weibo")).and(col("bucket").eq(lit(buckets::weibo(uid)))).and(col("uid").eq(lit(uid.clone())))
+            col(posts::source).eq(lit(PostSource::Weibo.as_str())).and(col(posts::bucket).eq(lit(buckets::weibo(uid)))).and(col(posts::uid).eq(lit(uid.clone())))
         }
-        (None, Some(topic)) => col("source").eq(lit("topic")).and(col("bucket").eq(lit(buckets::topic(topic)))),
+        (None, Some(topic)) => col(posts::source).eq(lit(PostSource::Topic.as_str())).and(col(posts::bucket).eq(lit(buckets::topic(topic)))),
         (None, None) => return Ok(None),
     };
     let df =
-        ctx.table("posts").await?.filter(filter.and(datafusion::functions::expr_fn::strpos(col("content"), lit(answer)).gt(lit(0))))?;
+        ctx.table(posts::TABLE).await?.filter(filter.and(datafusion::functions::expr_fn::strpos(col(posts::content), lit(answer)).gt(lit(0))))?;
     let found = df.count().await?;
     Ok((found == 0).then(|| "the reference answer is not stated in any of its posts".to_string()))
 }

@@ -11,10 +11,14 @@ use std::time::Instant;
 use datafusion::prelude::{col, lit};
 use some_jobs::embed::{Embedder, Purpose};
 use some_jobs::progress::Progress;
-use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Row};
+use some_schemas::row::ColumnValue;
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Row, embeddings, knowledge, posts};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;
+
+/// The `embeddings.bucket` of knowledge vectors, which have one partition.
+pub const ALL_BUCKET: &str = "all";
 
 /// Texts embedded per call (and per progress step).
 const BATCH: usize = 256;
@@ -47,15 +51,15 @@ fn vector_row(id: String, v: Vec<f32>, collection: &str, model: &str, bucket: &s
 }
 
 async fn existing_ids(ctx: &datafusion::prelude::SessionContext, collection: &str, model: &str, bucket: &str) -> Result<HashSet<String>> {
-    let filter = col("collection")
+    let filter = col(embeddings::collection)
         .eq(lit(collection.to_string()))
-        .and(col("model").eq(lit(model.to_string())))
-        .and(col("bucket").eq(lit(bucket.to_string())));
-    let df = ctx.table(EmbeddingRow::TABLE).await?.filter(filter)?.select_columns(&["id"])?;
+        .and(col(embeddings::model).eq(lit(model.to_string())))
+        .and(col(embeddings::bucket).eq(lit(bucket.to_string())));
+    let df = ctx.table(EmbeddingRow::TABLE).await?.filter(filter)?.select_columns(&[embeddings::id])?;
     let mut ids = HashSet::new();
     for batch in df.collect().await? {
         ids.extend(
-            <String as some_schemas::row::ColumnValue>::from_array(batch.column(0).as_ref()).map_err(Error::Other)?.into_iter().flatten(),
+            <String as ColumnValue>::from_array(batch.column(0).as_ref()).map_err(Error::Invalid)?.into_iter().flatten(),
         );
     }
     Ok(ids)
@@ -76,9 +80,9 @@ async fn embed_and_write(
     let mut rows = Vec::with_capacity(items.len());
     for chunk in items.chunks(BATCH) {
         let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = embedder.embed(&texts, Purpose::Document).await.map_err(|e| Error::Other(e.to_string()))?;
+        let vectors = embedder.embed(&texts, Purpose::Document).await?;
         if vectors.len() != chunk.len() {
-            return Err(Error::Other(format!("{} returned {} vectors for {} texts", embedder.model(), vectors.len(), chunk.len())));
+            return Err(Error::Invalid(format!("{} returned {} vectors for {} texts", embedder.model(), vectors.len(), chunk.len())));
         }
         for ((id, _), v) in chunk.iter().zip(vectors) {
             rows.push(vector_row(id.clone(), v, collection, embedder.model(), bucket));
@@ -97,15 +101,14 @@ pub async fn post_partitions(lake: &Lake, source: Option<PostSource>) -> Result<
     let ctx = lake.session()?;
     let mut df = ctx.table(PostRow::TABLE).await?;
     if let Some(s) = source {
-        df = df.filter(col("source").eq(lit(s.as_str())))?;
+        df = df.filter(col(posts::source).eq(lit(s.as_str())))?;
     }
-    let counted =
-        df.aggregate(vec![col("source"), col("bucket")], vec![datafusion::functions_aggregate::count::count(lit(1)).alias("n")])?;
+    let counted = df.aggregate(vec![col(posts::source), col(posts::bucket)], vec![datafusion::functions_aggregate::count::count(lit(1))])?;
     let mut partitions: Vec<(String, String, u64)> = Vec::new();
     for b in counted.collect().await? {
-        let s = <String as some_schemas::row::ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Other)?;
-        let k = <String as some_schemas::row::ColumnValue>::from_array(b.column(1).as_ref()).map_err(Error::Other)?;
-        let n = <i64 as some_schemas::row::ColumnValue>::from_array(b.column(2).as_ref()).map_err(Error::Other)?;
+        let s = <String as ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Invalid)?;
+        let k = <String as ColumnValue>::from_array(b.column(1).as_ref()).map_err(Error::Invalid)?;
+        let n = <i64 as ColumnValue>::from_array(b.column(2).as_ref()).map_err(Error::Invalid)?;
         for ((s, k), n) in s.into_iter().zip(k).zip(n) {
             partitions.push((s.unwrap_or_default(), k.unwrap_or_default(), n.unwrap_or_default() as u64));
         }
@@ -127,21 +130,21 @@ pub async fn embed_partition(
     let (todo, already, collection, bucket) = match target {
         EmbedPartition::Knowledge => {
             let docs: Vec<KnowledgeRow> = lake.read(&ctx, None).await?;
-            let have = existing_ids(&ctx, "knowledge", embedder.model(), "all").await?;
+            let have = existing_ids(&ctx, knowledge::TABLE, embedder.model(), ALL_BUCKET).await?;
             let todo: Vec<(String, String)> =
                 docs.into_iter().map(|d| (d.doc_index.to_string(), d.content)).filter(|(id, _)| !have.contains(id)).collect();
-            (todo, have.len() as u64, "knowledge", "all".to_string())
+            (todo, have.len() as u64, knowledge::TABLE, ALL_BUCKET.to_string())
         }
         EmbedPartition::Posts { source, bucket } => {
-            let have = existing_ids(&ctx, "posts", embedder.model(), bucket).await?;
-            let filter = col("source").eq(lit(source.clone())).and(col("bucket").eq(lit(bucket.clone())));
+            let have = existing_ids(&ctx, posts::TABLE, embedder.model(), bucket).await?;
+            let filter = col(posts::source).eq(lit(source.clone())).and(col(posts::bucket).eq(lit(bucket.clone())));
             let posts: Vec<PostRow> = lake.read(&ctx, Some(filter)).await?;
             let total = posts.len() as u64;
             let todo: Vec<(String, String)> =
                 posts.into_iter().filter(|p| !have.contains(&p.post_id)).map(|p| (p.post_id, p.content)).collect();
             let already = total - todo.len() as u64;
             progress.advance(already);
-            (todo, already, "posts", bucket.clone())
+            (todo, already, posts::TABLE, bucket.clone())
         }
     };
     let embedded = embed_and_write(lake, embedder, todo, collection, &bucket, progress).await?;
@@ -159,15 +162,15 @@ impl EmbedPartition {
     /// As a job message names it: `knowledge` or `posts/<source>/<bucket>`.
     pub fn name(&self) -> String {
         match self {
-            EmbedPartition::Knowledge => "knowledge".into(),
+            EmbedPartition::Knowledge => knowledge::TABLE.into(),
             EmbedPartition::Posts { source, bucket } => format!("posts/{source}/{bucket}"),
         }
     }
 
     pub fn parse(name: &str) -> std::result::Result<EmbedPartition, String> {
         match name.split('/').collect::<Vec<_>>().as_slice() {
-            ["knowledge"] => Ok(EmbedPartition::Knowledge),
-            ["posts", source, bucket] if PostSource::parse(source).is_some() => {
+            [knowledge::TABLE] => Ok(EmbedPartition::Knowledge),
+            [posts::TABLE, source, bucket] if PostSource::parse(source).is_some() => {
                 Ok(EmbedPartition::Posts { source: source.to_string(), bucket: bucket.to_string() })
             }
             _ => Err(format!("unknown embedding partition {name:?}: expected knowledge or posts/<source>/<bucket>")),
@@ -190,7 +193,7 @@ pub async fn partitions(lake: &Lake, target: &EmbedTarget) -> Result<Vec<(EmbedP
 pub async fn embed(lake: &Lake, embedder: &dyn Embedder, target: EmbedTarget, progress: &dyn Progress) -> Result<EmbedReport> {
     let started = Instant::now();
     let parts = partitions(lake, &target).await?;
-    progress.phase(if target == EmbedTarget::Knowledge { "knowledge" } else { "posts" }, Some(parts.iter().map(|p| p.1).sum()));
+    progress.phase(if target == EmbedTarget::Knowledge { knowledge::TABLE } else { posts::TABLE }, Some(parts.iter().map(|p| p.1).sum()));
     let mut report = EmbedReport::default();
     for (part, _) in parts {
         let done = embed_partition(lake, embedder, &part, progress).await?;

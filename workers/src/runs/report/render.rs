@@ -194,7 +194,7 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#1a202c}table{border-coll
 td,th{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}td:first-child{text-align:left}\
 tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.legend{font-size:90%}</style></head><body>",
     );
-    let _ = write!(out, "<h1>Run {}</h1>", esc(&report.spec.run_id));
+    let _ = write!(out, "<h1>Run {}</h1>", esc(report.spec.run_id.as_str()));
     out.push_str(&chart(report));
     html_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
     html_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use rand::{Rng, SeedableRng};
-use some_schemas::Task;
+use some_schemas::{QueryId, Task};
 
-use crate::runs::FinalResult;
+use super::results::FinalResult;
 
 /// A delta and its 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,16 +45,17 @@ fn bootstrap(pairs: &[(f64, f64)], resamples: usize, rng: &mut impl Rng) -> Delt
 
 /// Compares two runs' final results over the queries both have.
 pub fn compare(
-    run: &BTreeMap<String, FinalResult>,
-    baseline: &BTreeMap<String, FinalResult>,
+    run: &BTreeMap<QueryId, FinalResult>,
+    baseline: &BTreeMap<QueryId, FinalResult>,
     resamples: usize,
     seed: u64,
 ) -> Vec<TaskDelta> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut by_task: BTreeMap<Task, Vec<(&FinalResult, &FinalResult)>> = BTreeMap::new();
     for (q, r) in run {
-        let (Some(b), Ok(task)) = (baseline.get(q), r.episode.task.parse::<Task>()) else { continue };
-        by_task.entry(task).or_default().push((b, r));
+        if let Some(b) = baseline.get(q) {
+            by_task.entry(r.episode.task).or_default().push((b, r));
+        }
     }
     let tcr = |f: &FinalResult| if f.score.completed { 100.0 } else { 0.0 };
     by_task

@@ -1,86 +1,34 @@
-//! Running episodes and scoring them: the work of one shard, whichever
-//! queue delivered it.
+//! Running a shard's episodes and scoring them: the work of one episode
+//! shard, whichever queue delivered it.
 //!
-//! A shard is a list of query ids. Each query's episode runs on the world
-//! (with its own folders), is scored by the run's judge (the primary
-//! judging, [`crate::judging`]), and becomes one `episodes` row and one
-//! `scores` row. The rows of a shard are committed together, and only then
-//! is the shard acknowledged: a shard interrupted anywhere before the commit
-//! leaves nothing, and its redelivery does all of it again. An episode the
-//! judge could not be reached for is committed without its score, for
+//! A shard is a list of queries with their attempts. Each query's episode
+//! runs on the world (with its own folders), is scored by the run's judge
+//! (the primary judging), and becomes one `episodes` row and one `scores`
+//! row. The rows of a shard are committed together, and only then is the
+//! shard acknowledged: a shard interrupted anywhere before the commit leaves
+//! nothing, and its redelivery does all of it again. An episode the judge
+//! could not be reached for is committed without its score, for
 //! `some judge` to fill in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
-use some_jobs::agent::{AgentSettings, Episode, EpisodeContext, EpisodeStatus, run_episode};
+use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
 use some_jobs::embed::Embedder;
 use some_jobs::kernels::CpuKernels;
-use some_jobs::model::ChatModel;
-use some_jobs::scorers::{Judge, JudgeSettings, Scored};
-use some_jobs::tools::{Folders, ToolContext, ToolSettings};
-use some_schemas::{EpisodeRow, PRIMARY_JUDGING, QueryRow, ScoreRow, Timestamp};
+use some_jobs::chat::ChatModel;
+use some_jobs::progress::Progress;
+use some_jobs::scorers::{Judge, Scored};
+use some_jobs::tools::{Folders, ToolContext};
+use some_schemas::{Attempt, EpisodeId, EpisodeRow, QueryAttempt, QueryId, QueryRow, ScoreRow, Timestamp};
 
-use crate::backend::LakeBackend;
+use super::scoring::{question, ref_post, score_answer, score_row};
+use super::spec::RunSpec;
 use crate::error::{Error, Result};
-use crate::judging::{JudgingSpec, question, ref_post, score_answer, score_row};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, installed_embedder};
-
-/// What a run was asked to do, stored with it (`runs.spec`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSpec {
-    pub run_id: String,
-    /// The agent model's name and endpoints.
-    pub model: String,
-    pub endpoints: Vec<String>,
-    pub judge_model: String,
-    pub judge_endpoints: Vec<String>,
-    pub agent: AgentSettings,
-    pub tools: ToolSettings,
-    pub judge: JudgeSettingsSpec,
-    /// Query ids, in the order they were planned.
-    pub queries: Vec<String>,
-    pub shard_size: usize,
-    /// Episodes of one shard run at once.
-    pub concurrency: usize,
-}
-
-/// [`JudgeSettings`] as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeSettingsSpec {
-    pub temperature: Option<f32>,
-    pub seed: Option<u64>,
-    pub max_attempts: u32,
-}
-
-impl From<&JudgeSettingsSpec> for JudgeSettings {
-    fn from(s: &JudgeSettingsSpec) -> JudgeSettings {
-        JudgeSettings { temperature: s.temperature, seed: s.seed, max_attempts: s.max_attempts }
-    }
-}
-
-impl RunSpec {
-    /// The run's own judge, as a judging.
-    pub fn primary_judging(&self) -> JudgingSpec {
-        JudgingSpec {
-            run_id: self.run_id.clone(),
-            judging: PRIMARY_JUDGING.into(),
-            judge_model: self.judge_model.clone(),
-            judge_endpoints: self.judge_endpoints.clone(),
-            settings: self.judge.clone(),
-        }
-    }
-}
-
-impl Default for JudgeSettingsSpec {
-    fn default() -> Self {
-        let d = JudgeSettings::default();
-        JudgeSettingsSpec { temperature: d.temperature, seed: d.seed, max_attempts: d.max_attempts }
-    }
-}
+use crate::world::{LakeBackend, query_map};
 
 /// Everything a shard runs with. Built once per worker process.
 pub struct Runner {
@@ -91,12 +39,8 @@ pub struct Runner {
     pub model: Arc<dyn ChatModel>,
     pub judge: Arc<dyn ChatModel>,
     /// Queries by id, read once.
-    pub queries: HashMap<String, QueryRow>,
+    pub queries: HashMap<QueryId, QueryRow>,
     pub worker: String,
-}
-
-pub(crate) fn now() -> Timestamp {
-    Timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64))
 }
 
 /// An episode and its score, as rows; no score if the judge could not be
@@ -128,10 +72,13 @@ impl Runner {
         })
     }
 
-    /// Runs and scores one query.
-    pub async fn run_one(&self, spec: &RunSpec, query_id: &str, attempt: i32) -> Finished {
-        let started_at = now();
+    /// Runs and scores one query. A query the lake does not have becomes a
+    /// `query_error` episode; an id that names no task cannot be recorded
+    /// at all, and fails the shard.
+    pub async fn run_one(&self, spec: &RunSpec, query_id: &QueryId, attempt: Attempt) -> Result<Finished> {
+        let started_at = Timestamp::now();
         let Some(query) = self.queries.get(query_id) else {
+            let task = query_id.task().ok_or_else(|| Error::Unknown(format!("query id {query_id:?} names no task")))?;
             let episode = Episode {
                 status: EpisodeStatus::QueryError,
                 answer: None,
@@ -143,12 +90,8 @@ impl Runner {
                 latency_ms: 0,
                 transcript: Default::default(),
             };
-            let placeholder = QueryRow {
-                query_id: query_id.to_string(),
-                task: query_id.split('-').next().unwrap_or_default().to_uppercase(),
-                ..empty_query()
-            };
-            return self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default());
+            let placeholder = QueryRow::blank(query_id.clone(), task);
+            return Ok(self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default()));
         };
         let post_json = ref_post(&self.backend, query).await;
         let tools = ToolContext {
@@ -161,22 +104,21 @@ impl Runner {
         let ctx = EpisodeContext { model: self.model.as_ref(), tools, settings: &spec.agent };
         let mut folders = Folders::default();
         let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await;
-        let judge_settings = JudgeSettings::from(&spec.judge);
-        let judge = Judge { model: self.judge.as_ref(), settings: &judge_settings };
+        let judge = Judge { model: self.judge.as_ref(), settings: &spec.judge };
         let question = question(query, post_json.as_deref());
         let scored = score_answer(&judge, query, &question, episode.status, episode.answer.as_deref()).await;
-        self.rows(spec, query, attempt, started_at, episode, scored)
+        Ok(self.rows(spec, query, attempt, started_at, episode, scored))
     }
 
-    fn rows(&self, spec: &RunSpec, query: &QueryRow, attempt: i32, started_at: Timestamp, episode: Episode, scored: Scored) -> Finished {
+    fn rows(&self, spec: &RunSpec, query: &QueryRow, attempt: Attempt, started_at: Timestamp, episode: Episode, scored: Scored) -> Finished {
         // A model failure is retried by `some rerun`; everything else is the result.
         let is_final = !matches!(episode.status, EpisodeStatus::ModelError);
-        let finished_at = now();
+        let finished_at = Timestamp::now();
         let episode_row = EpisodeRow {
             query_id: query.query_id.clone(),
-            task: query.task.clone(),
+            task: query.task,
             attempt,
-            episode_id: uuid::Uuid::new_v4().simple().to_string(),
+            episode_id: EpisodeId::new_random(),
             is_final,
             status: episode.status.as_str().to_string(),
             answer: episode.answer,
@@ -203,20 +145,21 @@ impl Runner {
     pub async fn run_shard(
         &self,
         spec: &RunSpec,
-        queries: &[(String, i32)],
-        progress: &dyn some_jobs::progress::Progress,
+        queries: &[QueryAttempt],
+        progress: &dyn Progress,
     ) -> Result<Vec<Finished>> {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.
-        let finished: Vec<Finished> = futures::stream::iter(queries.iter().cloned().map(|(q, attempt)| async move {
-            let f = self.run_one(spec, &q, attempt).await;
+        let finished: Vec<Result<Finished>> = futures::stream::iter(queries.iter().cloned().map(|q| async move {
+            let f = self.run_one(spec, &q.query_id, q.attempt).await;
             progress.advance(1);
             f
         }))
         .buffer_unordered(concurrency)
         .collect()
         .await;
+        let finished = finished.into_iter().collect::<Result<Vec<Finished>>>()?;
         let mut txn = self.lake.txn();
         let episodes: Vec<EpisodeRow> = finished.iter().map(|f| f.episode.clone()).collect();
         let scores: Vec<ScoreRow> = finished.iter().filter_map(|f| f.score.clone()).collect();
@@ -234,37 +177,6 @@ impl Runner {
         txn.commit().await?;
         Ok(finished)
     }
-}
-
-fn empty_query() -> QueryRow {
-    QueryRow {
-        query_id: String::new(),
-        task: String::new(),
-        source_key: String::new(),
-        position: 0,
-        uid: None,
-        post_id: None,
-        action: None,
-        comment: None,
-        location: None,
-        window_start: None,
-        window_end: None,
-        topic: None,
-        claim: None,
-        question: None,
-        label: None,
-        reference: None,
-        entry: String::new(),
-    }
-}
-
-/// Reads every query of the lake into a map by id.
-pub async fn query_map(lake: &Lake) -> Result<HashMap<String, QueryRow>> {
-    let queries = crate::world::read_queries(lake).await?;
-    if queries.is_empty() {
-        return Err(Error::Other("the lake has no queries: run `some ingest queries` first".into()));
-    }
-    Ok(queries.into_iter().map(|q| (q.query_id.clone(), q)).collect())
 }
 
 /// This process as results name it: host and process id.

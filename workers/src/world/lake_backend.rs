@@ -16,7 +16,7 @@ use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 use futures::TryStreamExt;
 use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, WorldBackend};
-use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets};
+use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts};
 use tokio::sync::OnceCell;
 
 use crate::lake::Lake;
@@ -49,7 +49,7 @@ fn ts(t: Timestamp) -> Expr {
 }
 
 fn partition(source: PostSource, bucket: &str) -> Expr {
-    col("source").eq(lit(source.as_str())).and(col("bucket").eq(lit(bucket.to_string())))
+    col(posts::source).eq(lit(source.as_str())).and(col(posts::bucket).eq(lit(bucket.to_string())))
 }
 
 /// Decodes every vector of a batch of embedding rows into f32.
@@ -113,7 +113,7 @@ impl LakeBackend {
             }
         }
         let filter =
-            col("collection").eq(lit("posts")).and(col("model").eq(lit(model.to_string()))).and(col("bucket").eq(lit(bucket.to_string())));
+            col(embeddings::collection).eq(lit(posts::TABLE)).and(col(embeddings::model).eq(lit(model.to_string()))).and(col(embeddings::bucket).eq(lit(bucket.to_string())));
         let rows: Vec<EmbeddingRow> = self.rows(filter, vec![]).await?;
         let map: HashMap<String, Vec<f32>> =
             rows.iter().map(|r| Ok((r.id.clone(), decode_vector(r)?))).collect::<Result<_, BackendError>>()?;
@@ -143,16 +143,16 @@ impl WorldBackend for LakeBackend {
             return Ok(None);
         }
         let filter = partition(PostSource::Raw, &bucket)
-            .and(col("area").eq(lit(location.to_string())))
-            .and(col("published_at").gt_eq(ts(start)))
-            .and(col("published_at").lt(ts(end)));
-        let order = vec![col("published_at").sort(true, false), col("post_id").sort(true, false)];
+            .and(col(posts::area).eq(lit(location.to_string())))
+            .and(col(posts::published_at).gt_eq(ts(start)))
+            .and(col(posts::published_at).lt(ts(end)));
+        let order = vec![col(posts::published_at).sort(true, false), col(posts::post_id).sort(true, false)];
         Ok(Some(self.rows(filter, order).await?))
     }
 
     async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError> {
-        let filter = partition(PostSource::Topic, &buckets::topic(topic)).and(col("topic").eq(lit(topic.to_string())));
-        self.rows(filter, vec![col("published_at").sort(true, false), col("post_id").sort(true, false)]).await
+        let filter = partition(PostSource::Topic, &buckets::topic(topic)).and(col(posts::topic).eq(lit(topic.to_string())));
+        self.rows(filter, vec![col(posts::published_at).sort(true, false), col(posts::post_id).sort(true, false)]).await
     }
 
     async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError> {
@@ -167,8 +167,8 @@ impl WorldBackend for LakeBackend {
     }
 
     async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError> {
-        let filter = partition(PostSource::Weibo, &buckets::weibo(uid)).and(col("uid").eq(lit(uid.to_string())));
-        self.rows(filter, vec![col("published_at").sort(false, true), col("post_id").sort(true, false)]).await
+        let filter = partition(PostSource::Weibo, &buckets::weibo(uid)).and(col(posts::uid).eq(lit(uid.to_string())));
+        self.rows(filter, vec![col(posts::published_at).sort(false, true), col(posts::post_id).sort(true, false)]).await
     }
 
     async fn post_vectors(&self, model: &str, keys: &[PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError> {
@@ -187,8 +187,8 @@ impl WorldBackend for LakeBackend {
         if let Some(index) = self.knowledge.lock().map_err(err)?.get(model) {
             return Ok(index.clone());
         }
-        let docs: Vec<KnowledgeRow> = self.rows(lit(true), vec![col("doc_index").sort(true, false)]).await?;
-        let filter = col("collection").eq(lit("knowledge")).and(col("model").eq(lit(model.to_string())));
+        let docs: Vec<KnowledgeRow> = self.rows(lit(true), vec![col(knowledge::doc_index).sort(true, false)]).await?;
+        let filter = col(embeddings::collection).eq(lit(knowledge::TABLE)).and(col(embeddings::model).eq(lit(model.to_string())));
         let rows: Vec<EmbeddingRow> = self.rows(filter, vec![]).await?;
         let mut by_index: HashMap<i64, Vec<f32>> = HashMap::new();
         for r in &rows {

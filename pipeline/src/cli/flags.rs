@@ -1,0 +1,113 @@
+//! Flags shared by the commands that make, take or judge jobs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use some_jobs::scorers::JudgeSettings;
+use some_schemas::QueueLocation;
+use some_workers::llm::ClientSettings;
+use some_workers::worker::WorkerConfig;
+
+/// The default agent and judge: the larger built-in chat model.
+pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
+
+/// Where jobs go and how many run at once: shared by every command that
+/// makes or takes jobs.
+#[derive(Debug, Args)]
+pub struct QueueFlags {
+    /// `memory` runs the jobs on this process; an AMQP URL
+    /// (amqp://user:pass@host:5672/vhost) publishes them for `some worker`s.
+    #[arg(long, env = "SOME_QUEUE", default_value = QueueLocation::MEMORY)]
+    pub queue: QueueLocation,
+    /// Jobs in flight at once on this process, per job kind (the queue
+    /// prefetch).
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Seconds a job may take before it is abandoned and requeued.
+    #[arg(long, default_value_t = 1800)]
+    pub deadline: u64,
+}
+
+impl QueueFlags {
+    /// A worker's settings, with default model client settings (for jobs
+    /// that call no model).
+    pub fn worker(&self) -> WorkerConfig {
+        self.worker_with(ClientSettings::default(), 1)
+    }
+
+    fn worker_with(&self, client: ClientSettings, threads: usize) -> WorkerConfig {
+        WorkerConfig { concurrency: self.concurrency, deadline: Duration::from_secs(self.deadline), client, threads }
+    }
+}
+
+/// Where jobs go, and how their model calls are made: shared by run,
+/// rerun, judge and worker.
+#[derive(Debug, Args)]
+pub struct ExecFlags {
+    #[command(flatten)]
+    pub jobs: QueueFlags,
+    /// Model calls in flight, and episodes of one shard at once.
+    #[arg(long, default_value_t = 8)]
+    pub calls: usize,
+    /// Seconds before one model call is abandoned and retried.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Retries of a failed model call (429, 5xx, time-outs, refused connections).
+    #[arg(long, default_value_t = 5)]
+    pub retries: usize,
+    /// Cache model responses in this folder, keyed by request.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// CPU threads of a built-in model.
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
+    pub threads: usize,
+}
+
+impl ExecFlags {
+    pub fn worker(&self) -> WorkerConfig {
+        self.jobs.worker_with(self.client(), self.threads)
+    }
+
+    fn client(&self) -> ClientSettings {
+        ClientSettings {
+            concurrency: self.calls,
+            timeout: Duration::from_secs(self.timeout),
+            max_retries: self.retries,
+            cache: self.cache.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Who judges: a run's judge, or a new judging's.
+#[derive(Debug, Args)]
+pub struct JudgeFlags {
+    /// The judge model (for a run, the agent model if not given).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// The judge's endpoints, repeatable (if not given, those of the model
+    /// it defaults to, when it is that model).
+    #[arg(long = "judge-endpoint")]
+    pub judge_endpoints: Vec<String>,
+    /// Judge sampling temperature and seed (recorded with every score).
+    #[arg(long, default_value_t = 0.0)]
+    pub judge_temperature: f32,
+    #[arg(long, default_value_t = 0)]
+    pub judge_seed: u64,
+}
+
+impl JudgeFlags {
+    /// The judge model and its endpoints: as given, else `model` at
+    /// `endpoints`.
+    pub fn judge(&self, model: &str, endpoints: &[String]) -> (String, Vec<String>) {
+        let judge = self.judge_model.clone().unwrap_or_else(|| model.to_string());
+        let judge_endpoints =
+            if self.judge_endpoints.is_empty() && judge == model { endpoints.to_vec() } else { self.judge_endpoints.clone() };
+        (judge, judge_endpoints)
+    }
+
+    pub fn settings(&self) -> JudgeSettings {
+        JudgeSettings { temperature: Some(self.judge_temperature), seed: Some(self.judge_seed), ..Default::default() }
+    }
+}

@@ -1,0 +1,59 @@
+//! `some rerun`: the queries of a run without a final result, as their
+//! next attempt.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use some_schemas::{RunEvent, RunId, Task};
+use some_workers::Lake;
+use some_workers::runs::{self, RerunFilter};
+
+use super::flags::ExecFlags;
+use super::run::execute;
+
+#[derive(Debug, Args)]
+pub struct Rerun {
+    pub run_id: RunId,
+    /// Only queries that ran and failed, not those never started.
+    #[arg(long)]
+    pub failed_only: bool,
+    /// Only these tasks (comma-separated codes).
+    #[arg(long = "task", value_delimiter = ',')]
+    pub tasks: Vec<Task>,
+    /// Reach the agent model here instead of the run's endpoints.
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+    /// With a broker: wait for the run to finish, then print the report.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub flags: ExecFlags,
+}
+
+impl Rerun {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = runs::load_run(lake, &self.run_id).await?;
+        if record.cancelled {
+            anyhow::bail!("run {} was cancelled", self.run_id);
+        }
+        let mut spec = record.spec;
+        if !self.endpoints.is_empty() {
+            if spec.judge_endpoints == spec.endpoints {
+                spec.judge_endpoints = self.endpoints.clone();
+            }
+            spec.endpoints = self.endpoints.clone();
+        }
+        let rows = runs::read_run(lake, &spec.run_id).await?;
+        let todo = runs::todo(&spec, &rows, &RerunFilter { failed_only: self.failed_only, tasks: self.tasks.clone() });
+        if todo.is_empty() {
+            println!("run {}: every query has a final result", spec.run_id);
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!("run {}: rerunning {} queries", spec.run_id, todo.len());
+        if !self.endpoints.is_empty() {
+            // Workers read the endpoints from the run's spec.
+            runs::record_event(lake, &spec, RunEvent::Submitted).await?;
+        }
+        execute(lake, &spec, &todo, &self.flags, None, self.wait).await
+    }
+}

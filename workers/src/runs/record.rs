@@ -1,0 +1,80 @@
+//! A run's lifecycle as the `runs` table records it: submitted (again when a
+//! rerun moves its endpoints), cancelled, and each named judging.
+//!
+//! Nothing here keeps state in memory between commands: `some report`,
+//! `some rerun` and the workers all read the same rows.
+
+use datafusion::prelude::{col, lit};
+use some_schemas::{RunEvent, RunId, RunRow, Timestamp, runs};
+
+use super::spec::{JudgingSpec, RunSpec, check_judging_name};
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// A run as recorded: its spec, whether it was cancelled since, and every
+/// judging of it (the primary first, each as last recorded). Read once.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub spec: RunSpec,
+    pub cancelled: bool,
+    pub judgings: Vec<JudgingSpec>,
+}
+
+impl RunRecord {
+    /// One judging of the run, by name.
+    pub fn judging(&self, name: &str) -> Result<&JudgingSpec> {
+        self.judgings.iter().find(|j| j.judging == name).ok_or_else(|| {
+            let names: Vec<&str> = self.judgings.iter().map(|j| j.judging.as_str()).collect();
+            Error::Unknown(format!("run {} has no judging {name:?}; its judgings: {}", self.spec.run_id, names.join(", ")))
+        })
+    }
+}
+
+/// Appends a lifecycle event (`submitted`, `cancelled`) for a run.
+pub async fn record_event(lake: &Lake, spec: &RunSpec, event: RunEvent) -> Result<()> {
+    let spec_json = serde_json::to_string(spec).map_err(|e| Error::Invalid(format!("run spec: {e}")))?;
+    append(lake, RunRow { run_id: spec.run_id.clone(), event, at: Timestamp::now(), spec: spec_json }).await
+}
+
+/// Records a new judging of a run (or new endpoints for one).
+pub async fn record_judging(lake: &Lake, spec: &JudgingSpec) -> Result<()> {
+    check_judging_name(&spec.judging)?;
+    let json = serde_json::to_string(spec).map_err(|e| Error::Invalid(format!("judging spec: {e}")))?;
+    append(lake, RunRow { run_id: spec.run_id.clone(), event: RunEvent::Judging, at: Timestamp::now(), spec: json }).await
+}
+
+async fn append(lake: &Lake, row: RunRow) -> Result<()> {
+    let mut txn = lake.txn();
+    txn.write_rows(vec![row]).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Reads a run's record; an unknown run is an error listing the known ones.
+pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
+    let ctx = lake.session()?;
+    let events: Vec<RunRow> = lake.read(&ctx, Some(col(runs::run_id).eq(lit(run_id.as_str())))).await?;
+    let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
+        let known: Vec<RunRow> = lake.read(&ctx, Some(col(runs::event).eq(lit(RunEvent::Submitted.as_str())))).await?;
+        let mut ids: Vec<&str> = known.iter().map(|r| r.run_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
+        return Err(Error::Unknown(format!("unknown run {run_id:?}; runs in this lake: {list}")));
+    };
+    let spec: RunSpec = serde_json::from_str(&submitted.spec)
+        .map_err(|e| Error::Invalid(format!("run {run_id}: its stored spec does not read: {e}")))?;
+    let cancelled = events.iter().any(|e| e.event == RunEvent::Cancelled && e.at >= submitted.at);
+    let mut judging_events: Vec<&RunRow> = events.iter().filter(|e| e.event == RunEvent::Judging).collect();
+    judging_events.sort_by_key(|e| e.at);
+    let mut judgings = vec![spec.primary_judging()];
+    for event in judging_events {
+        let judging: JudgingSpec = serde_json::from_str(&event.spec)
+            .map_err(|e| Error::Invalid(format!("run {run_id}: a stored judging spec does not read: {e}")))?;
+        match judgings.iter_mut().skip(1).find(|j| j.judging == judging.judging) {
+            Some(slot) => *slot = judging,
+            None => judgings.push(judging),
+        }
+    }
+    Ok(RunRecord { spec, cancelled, judgings })
+}

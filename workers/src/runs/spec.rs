@@ -1,0 +1,87 @@
+//! What a run and a judging were asked to do: the records stored with them
+//! (`runs.spec`), from which every worker rebuilds its runner.
+
+use serde::{Deserialize, Serialize};
+use some_jobs::agent::AgentSettings;
+use some_jobs::scorers::JudgeSettings;
+use some_jobs::tools::ToolSettings;
+use some_schemas::{Attempt, PRIMARY_JUDGING, QueryAttempt, QueryId, RunId};
+
+use crate::error::{Error, Result};
+
+/// What a run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub run_id: RunId,
+    /// The agent model's name and endpoints.
+    pub model: String,
+    pub endpoints: Vec<String>,
+    pub judge_model: String,
+    pub judge_endpoints: Vec<String>,
+    pub agent: AgentSettings,
+    pub tools: ToolSettings,
+    pub judge: JudgeSettings,
+    /// In the order they were planned.
+    pub queries: Vec<QueryId>,
+    pub shard_size: usize,
+    /// Episodes of one shard run at once.
+    pub concurrency: usize,
+}
+
+impl RunSpec {
+    /// A run of `queries` by `model` at `endpoints` (none: built in), judged
+    /// by the same model, with default settings; shards of 25 queries, 8
+    /// episodes of a shard at once.
+    pub fn new(run_id: RunId, model: &str, endpoints: Vec<String>, queries: Vec<QueryId>) -> RunSpec {
+        RunSpec {
+            run_id,
+            model: model.into(),
+            judge_model: model.into(),
+            judge_endpoints: endpoints.clone(),
+            endpoints,
+            agent: AgentSettings::default(),
+            tools: ToolSettings::default(),
+            judge: JudgeSettings::default(),
+            queries,
+            shard_size: 25,
+            concurrency: 8,
+        }
+    }
+
+    /// Every planned query as its first attempt: what a new run publishes.
+    pub fn first_attempts(&self) -> Vec<QueryAttempt> {
+        self.queries.iter().map(|q| QueryAttempt { query_id: q.clone(), attempt: Attempt::FIRST }).collect()
+    }
+
+    /// The run's own judge, as a judging.
+    pub fn primary_judging(&self) -> JudgingSpec {
+        JudgingSpec {
+            run_id: self.run_id.clone(),
+            judging: PRIMARY_JUDGING.into(),
+            judge_model: self.judge_model.clone(),
+            judge_endpoints: self.judge_endpoints.clone(),
+            settings: self.judge.clone(),
+        }
+    }
+}
+
+/// Who scores a run's episodes, and how. The primary judging is the run's
+/// spec; every other is a `judging` event of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgingSpec {
+    pub run_id: RunId,
+    /// [`PRIMARY_JUDGING`], or the name given to `some judge`.
+    pub judging: String,
+    pub judge_model: String,
+    pub judge_endpoints: Vec<String>,
+    pub settings: JudgeSettings,
+}
+
+/// Judging names are 1-64 characters of `A-Z a-z 0-9 . _ -`.
+pub fn check_judging_name(name: &str) -> Result<()> {
+    let ok = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!("judging name {name:?}: use 1 to 64 letters, digits, '.', '_' or '-'")))
+}
