@@ -16,6 +16,7 @@ pub mod progress;
 pub mod protocol;
 pub mod release;
 pub mod scorers;
+pub mod sim;
 pub mod synth;
 pub mod tasks;
 pub mod tools;
