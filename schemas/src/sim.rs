@@ -14,7 +14,7 @@ use crate::tables::TableDef;
 
 table! {
     /// One agent of a run: its persona as loaded and enriched, and its plan.
-    pub struct SimAgentRow in "sim_agents" partitioned by [run_id] {
+    pub struct SimAgentRow in sim_agents partitioned by [run_id] {
         agent_id: i64,
         username: String,
         /// [`AgentKind`]: `initial` agents seed content, `regular` ones interact.
@@ -35,7 +35,7 @@ table! {
 
 table! {
     /// A post or a comment (a comment has a parent post).
-    pub struct SimPostRow in "sim_posts" partitioned by [run_id] {
+    pub struct SimPostRow in sim_posts partitioned by [run_id] {
         post_id: i64,
         author_id: i64,
         turn: i64,
@@ -51,7 +51,7 @@ table! {
 
 table! {
     /// One action of one agent in one turn, applied or refused.
-    pub struct SimActionRow in "sim_actions" partitioned by [run_id] {
+    pub struct SimActionRow in sim_actions partitioned by [run_id] {
         turn: i64,
         agent_id: i64,
         /// Order within the agent's turn; the platform applies by (agent_id, seq).
@@ -71,7 +71,7 @@ table! {
 
 table! {
     /// A follow, as the turn that created it.
-    pub struct SimFollowRow in "sim_follows" partitioned by [run_id] {
+    pub struct SimFollowRow in sim_follows partitioned by [run_id] {
         follower_id: i64,
         followee_id: i64,
         turn: i64,
@@ -81,7 +81,7 @@ table! {
 
 table! {
     /// One post of the feed an agent was shown in a turn, in rank order.
-    pub struct SimFeedRow in "sim_feeds" partitioned by [run_id] {
+    pub struct SimFeedRow in sim_feeds partitioned by [run_id] {
         turn: i64,
         agent_id: i64,
         position: i32,
@@ -94,7 +94,7 @@ table! {
 
 table! {
     /// A committed turn: written last, in the same transaction as the turn's rows.
-    pub struct SimTurnRow in "sim_turns" partitioned by [run_id] {
+    pub struct SimTurnRow in sim_turns partitioned by [run_id] {
         turn: i64,
         stage: i32,
         active_agents: i64,

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::error::{ReplyError, excerpt, json_body};
 use super::persona::{Persona, Profile};
-use crate::model::{ChatModel, ChatRequest, Message, ModelError, Usage};
+use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
 
 const PROMPT: &str = include_str!("../../prompts/sim/enrich.txt");
 const WHAT: &str = "enrichment";

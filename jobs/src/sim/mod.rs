@@ -2,7 +2,7 @@
 //! Persona Dynamic Shape A Better Social Media Agent" (Zhou et al., arXiv
 //! 2403.19275), free of transport: the orchestration (queue, lake, CLI)
 //! calls these parts, which are pure functions of their inputs and a
-//! [`crate::model::ChatModel`].
+//! [`crate::chat::ChatModel`].
 //!
 //! Who the agents are:
 //! - [`persona`]: the persona and the paper's enriched fields;

@@ -36,7 +36,7 @@ use super::plan::Plan;
 use super::platform::{Action, AgentAction};
 use super::reflect;
 use crate::embed::EmbedError;
-use crate::model::{ChatModel, ChatRequest, Message, ModelError, Usage};
+use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
 
 /// A post as the agent is shown it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

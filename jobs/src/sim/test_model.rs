@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use super::ids::AgentId;
 use super::persona::{Persona, PersonaSource};
-use crate::model::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
+use crate::chat::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
 
 /// Replies from a script, in order, and records every request. Past the end
 /// of the script it fails, so a test sees every call it did not plan for.
