@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod queries;
 pub mod release;
 pub mod scorers;
+pub mod sim;
 pub mod synth;
 pub mod tasks;
 pub mod testing;

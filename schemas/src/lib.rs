@@ -24,6 +24,7 @@ pub mod error;
 pub mod ids;
 pub mod messages;
 pub mod row;
+pub mod sim;
 pub mod tables;
 pub mod task;
 

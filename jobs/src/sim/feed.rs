@@ -1,0 +1,203 @@
+//! Feeds: which posts an agent is shown, in what order.
+//!
+//! [`feed`] gathers the candidates every ranker starts from and hands them
+//! to a [`Ranker`]. Candidates follow mastodon_digest's fetch rules: posts
+//! within the look-back window, the viewer's own posts dropped, posts the
+//! viewer already liked or reblogged dropped. Two more rules are ours:
+//! - posts the viewer was already shown are dropped (the paper ranks
+//!   "unread" posts), and comments are never candidates;
+//! - the candidate pool is the whole instance ([`Timeline::Local`]) by
+//!   default: every agent is an account of one sandbox instance and starts
+//!   following no one, so a home timeline would be empty at first.
+//!   [`Timeline::Home`] (followees' posts and reblogs) is a setting.
+//!
+//! A stage can restrict authors (the paper's first stage shows regular
+//! agents only the initial agents' posts).
+//!
+//! Rankers: [`super::digest::MastodonDigest`] (the paper's), [`LiveFeed`]
+//! (newest first, Mastodon's live feed) and
+//! [`super::digest::RecencySimilarity`] (embedding similarity × recency).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{AgentId, PostId, Turn};
+use super::platform::Platform;
+
+/// Where candidates come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timeline {
+    /// Every post of the instance.
+    Local,
+    /// Posts by accounts the viewer follows, and posts they reblogged.
+    Home,
+}
+
+/// How feeds are built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedSettings {
+    /// Only posts from the last this-many turns; `None` for no limit.
+    /// mastodon_digest's default is 12 hours.
+    pub look_back_turns: Option<u32>,
+    /// Posts shown per browse.
+    pub limit: usize,
+    pub timeline: Timeline,
+    pub drop_seen: bool,
+}
+
+impl Default for FeedSettings {
+    fn default() -> Self {
+        FeedSettings { look_back_turns: Some(12), limit: 10, timeline: Timeline::Local, drop_seen: true }
+    }
+}
+
+/// A post that may be shown, with what rankers score it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub post: PostId,
+    pub author: AgentId,
+    pub turn: Turn,
+    pub likes: i64,
+    pub reblogs: i64,
+    pub replies: i64,
+    pub author_followers: i64,
+}
+
+/// A post of a feed with its score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ranked {
+    pub post: PostId,
+    pub score: f64,
+}
+
+/// Orders candidates for one viewer. Implementations keep what they need
+/// (weights, vectors) in themselves.
+pub trait Ranker: Send + Sync {
+    /// The name recorded with each feed row.
+    fn name(&self) -> &'static str;
+    /// The candidates to show, best first (may drop some).
+    fn rank(&self, viewer: AgentId, now: Turn, candidates: Vec<Candidate>) -> Vec<Ranked>;
+}
+
+/// Sorts by score, best first; ties go to the newer post, then the higher id,
+/// so the order never depends on how candidates were gathered.
+pub fn sort_ranked(scored: &mut [(Ranked, Turn)]) {
+    scored.sort_by(|(a, ta), (b, tb)| b.score.total_cmp(&a.score).then(tb.cmp(ta)).then(b.post.cmp(&a.post)));
+}
+
+/// The candidates of `viewer`'s feed at the start of turn `now`.
+pub fn candidates(
+    platform: &Platform,
+    viewer: AgentId,
+    now: Turn,
+    settings: &FeedSettings,
+    authors: Option<&BTreeSet<AgentId>>,
+) -> Vec<Candidate> {
+    let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
+    let followees: BTreeSet<AgentId> = match settings.timeline {
+        Timeline::Home => platform.followees(viewer).collect(),
+        Timeline::Local => BTreeSet::new(),
+    };
+    platform
+        .posts_since(since)
+        .filter(|p| p.turn < now && p.author != viewer)
+        .filter(|p| authors.is_none_or(|a| a.contains(&p.author)))
+        .filter(|p| !platform.has_engaged(viewer, p))
+        .filter(|p| !settings.drop_seen || !platform.has_seen(viewer, p.id))
+        .filter(|p| {
+            settings.timeline == Timeline::Local || followees.contains(&p.author) || p.reblogs.keys().any(|r| followees.contains(r))
+        })
+        .map(|p| Candidate {
+            post: p.id,
+            author: p.author,
+            turn: p.turn,
+            likes: p.likes.len() as i64,
+            reblogs: p.reblogs.len() as i64,
+            replies: i64::from(p.replies),
+            author_followers: platform.followers_count(p.author) as i64,
+        })
+        .collect()
+}
+
+/// The feed `viewer` is shown at the start of turn `now`.
+pub fn feed(
+    platform: &Platform,
+    ranker: &dyn Ranker,
+    viewer: AgentId,
+    now: Turn,
+    settings: &FeedSettings,
+    authors: Option<&BTreeSet<AgentId>>,
+) -> Vec<Ranked> {
+    let mut ranked = ranker.rank(viewer, now, candidates(platform, viewer, now, settings, authors));
+    ranked.truncate(settings.limit);
+    ranked
+}
+
+/// Newest first: Mastodon's live feed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveFeed;
+
+impl Ranker for LiveFeed {
+    fn name(&self) -> &'static str {
+        "live"
+    }
+    fn rank(&self, _viewer: AgentId, _now: Turn, candidates: Vec<Candidate>) -> Vec<Ranked> {
+        let mut scored: Vec<(Ranked, Turn)> =
+            candidates.into_iter().map(|c| (Ranked { post: c.post, score: f64::from(c.turn.0) }, c.turn)).collect();
+        sort_ranked(&mut scored);
+        scored.into_iter().map(|(r, _)| r).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::platform::{Action, AgentAction};
+
+    fn act(agent: u32, seq: u32, action: Action) -> AgentAction {
+        AgentAction { agent: AgentId(agent), seq, action }
+    }
+
+    #[test]
+    fn candidates_drop_own_engaged_seen_old_and_other_stage_posts() {
+        let mut p = Platform::new();
+        (0..4).for_each(|a| p.register(AgentId(a)));
+        p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "old".into() })]);
+        p.apply_turn(
+            Turn(20),
+            vec![
+                act(0, 0, Action::Post { text: "by 0".into() }),
+                act(1, 0, Action::Post { text: "own".into() }),
+                act(2, 0, Action::Post { text: "liked".into() }),
+                act(3, 0, Action::Post { text: "seen".into() }),
+                act(3, 1, Action::Post { text: "fresh".into() }),
+            ],
+        );
+        p.apply_turn(
+            Turn(21),
+            vec![
+                act(1, 0, Action::Like { post: PostId(3) }),
+                act(1, 1, Action::Browse { posts: vec![PostId(4)] }),
+                act(2, 0, Action::Comment { post: PostId(1), text: "c".into() }),
+            ],
+        );
+        let s = FeedSettings::default();
+        let ids = |authors: Option<&BTreeSet<AgentId>>, s: &FeedSettings| {
+            candidates(&p, AgentId(1), Turn(22), s, authors).iter().map(|c| c.post.0).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(None, &s), [1, 5]);
+        let only0: BTreeSet<AgentId> = [AgentId(0)].into();
+        assert_eq!(ids(Some(&only0), &s), [1]);
+        let all = FeedSettings { look_back_turns: None, drop_seen: false, ..s.clone() };
+        assert_eq!(ids(None, &all), [0, 1, 4, 5]);
+        let home = FeedSettings { timeline: Timeline::Home, ..s.clone() };
+        assert!(ids(None, &home).is_empty());
+        let c = &candidates(&p, AgentId(1), Turn(22), &s, None)[0];
+        assert_eq!((c.replies, c.likes, c.author_followers), (1, 0, 0));
+        let live = feed(&p, &LiveFeed, AgentId(1), Turn(22), &all, None);
+        assert_eq!(live.iter().map(|r| r.post.0).collect::<Vec<_>>(), [5, 4, 1, 0]);
+        assert_eq!(candidates(&p, AgentId(1), Turn(20), &all, None).len(), 1, "posts of the current turn are not yet visible");
+    }
+}

@@ -1,0 +1,137 @@
+//! Platform rules, fixed application order, refusals that change nothing,
+//! and the digest.
+
+use super::*;
+
+fn platform(n: u32) -> Platform {
+    let mut p = Platform::new();
+    (0..n).for_each(|a| p.register(AgentId(a)));
+    p
+}
+
+fn act(agent: u32, seq: u32, action: Action) -> AgentAction {
+    AgentAction { agent: AgentId(agent), seq, action }
+}
+
+#[test]
+fn actions_apply_in_agent_then_sequence_order_whatever_their_arrival() {
+    let turn_actions = vec![
+        act(2, 0, Action::Post { text: "from two".into() }),
+        act(1, 1, Action::Post { text: "one, second".into() }),
+        act(1, 0, Action::Post { text: "one, first".into() }),
+    ];
+    let mut a = platform(3);
+    let mut reversed = turn_actions.clone();
+    reversed.reverse();
+    let mut b = platform(3);
+    let out = a.apply_turn(Turn(0), turn_actions);
+    b.apply_turn(Turn(0), reversed);
+    assert_eq!(
+        out.iter().map(|o| (o.agent.0, o.seq, o.created.map(|p| p.0))).collect::<Vec<_>>(),
+        [(1, 0, Some(0)), (1, 1, Some(1)), (2, 0, Some(2))]
+    );
+    assert_eq!(a.post(PostId(0)).unwrap().content, "one, first");
+    assert_eq!(a, b);
+    assert_eq!(a.digest(), b.digest());
+}
+
+#[test]
+fn likes_reblogs_comments_and_follows_change_the_counts() {
+    let mut p = platform(3);
+    p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "hello".into() })]);
+    let out = p.apply_turn(
+        Turn(1),
+        vec![
+            act(1, 0, Action::Browse { posts: vec![PostId(0)] }),
+            act(1, 1, Action::Like { post: PostId(0) }),
+            act(1, 2, Action::Reblog { post: PostId(0) }),
+            act(1, 3, Action::Comment { post: PostId(0), text: "nice".into() }),
+            act(1, 4, Action::Follow { agent: AgentId(0) }),
+            act(2, 0, Action::Like { post: PostId(0) }),
+        ],
+    );
+    assert!(out.iter().all(|o| o.result.is_ok()), "{out:?}");
+    let post = p.post(PostId(0)).unwrap();
+    assert_eq!((post.likes.len(), post.reblogs.get(&AgentId(1)), post.replies), (2, Some(&Turn(1)), 1));
+    assert_eq!(p.post(PostId(1)).unwrap().parent, Some(PostId(0)));
+    assert_eq!(p.followers_count(AgentId(0)), 1);
+    assert!(p.has_seen(AgentId(1), PostId(0)) && !p.has_seen(AgentId(2), PostId(0)));
+    assert_eq!(p.posts_since(Turn(0)).map(|x| x.id).collect::<Vec<_>>(), [PostId(0)], "comments are not feed posts");
+}
+
+#[test]
+fn refused_actions_are_recorded_and_change_nothing() {
+    let mut p = platform(2);
+    p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "hello".into() }), act(1, 0, Action::Like { post: PostId(0) })]);
+    let before = p.clone();
+    let digest = p.digest();
+    let out = p.apply_turn(
+        Turn(1),
+        vec![
+            act(1, 0, Action::Like { post: PostId(99) }),
+            act(1, 1, Action::Comment { post: PostId(42), text: "hi".into() }),
+            act(1, 2, Action::Browse { posts: vec![PostId(0), PostId(7)] }),
+            act(1, 3, Action::Like { post: PostId(0) }),
+            act(1, 4, Action::Follow { agent: AgentId(1) }),
+            act(1, 5, Action::Follow { agent: AgentId(5) }),
+            act(1, 6, Action::Post { text: "  ".into() }),
+            act(1, 6, Action::Post { text: "again".into() }),
+            act(9, 0, Action::Post { text: "ghost".into() }),
+        ],
+    );
+    let errors: Vec<String> = out.iter().map(|o| o.result.clone().unwrap_err().to_string()).collect();
+    assert_eq!(
+        errors,
+        [
+            "post 99 does not exist",
+            "post 42 does not exist",
+            "post 7 does not exist",
+            "post 0 is already liked by this agent",
+            "an agent cannot follow itself",
+            "agent 5 to follow does not exist",
+            "the text is empty",
+            "sequence number 6 repeats an earlier action of this agent in this turn",
+            "agent 9 has no account",
+        ]
+    );
+    assert!(out.iter().all(|o| o.created.is_none()));
+    assert_eq!(p.digest(), digest, "nothing of the state changed");
+    assert!(!p.has_seen(AgentId(1), PostId(0)), "a browse naming one missing post marks none as seen");
+    assert_eq!(p.posts().count(), before.posts().count());
+    assert_ne!(p.history_digest(), before.history_digest(), "the refused turn is still in the history");
+}
+
+#[test]
+fn the_digest_changes_with_any_part_of_the_state() {
+    let mut p = platform(2);
+    let empty = p.digest();
+    assert_eq!(empty.len(), 64);
+    p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "a".into() })]);
+    let one = p.digest();
+    let mut q = p.clone();
+    q.apply_turn(Turn(1), vec![act(1, 0, Action::Browse { posts: vec![PostId(0)] })]);
+    let mut r = p.clone();
+    r.apply_turn(Turn(1), vec![act(1, 0, Action::Follow { agent: AgentId(0) })]);
+    let all = [empty, one, q.digest(), r.digest()];
+    let distinct: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), 4);
+    assert_eq!(p.seed_follow(AgentId(0), AgentId(0)), Err(ApplyError::FollowSelf));
+}
+
+#[test]
+fn the_history_digest_follows_every_change_and_order() {
+    let mut a = platform(2);
+    let mut b = platform(2);
+    assert_eq!(a.history_digest(), b.history_digest());
+    let empty = Platform::new().history_digest();
+    assert_ne!(a.history_digest(), empty);
+    let turn = vec![act(0, 0, Action::Post { text: "a".into() }), act(1, 0, Action::Like { post: PostId(5) })];
+    a.apply_turn(Turn(0), turn.clone());
+    b.apply_turn(Turn(0), turn.into_iter().rev().collect());
+    assert_eq!(a.history_digest(), b.history_digest(), "arrival order does not matter");
+    let mut c = a.clone();
+    a.apply_turn(Turn(1), vec![]);
+    c.apply_turn(Turn(2), vec![]);
+    assert_ne!(a.history_digest(), c.history_digest(), "nor does an empty turn go unrecorded");
+    assert_eq!(a.digest(), c.digest());
+}

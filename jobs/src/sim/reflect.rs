@@ -1,0 +1,162 @@
+//! The reflection module: every two simulated days an agent looks back at
+//! the posts it liked, reblogged or commented on and decides whom to
+//! follow; long posts are first shortened by the summary component.
+//!
+//! Prompts: `prompts/sim/reflect.txt` (the paper's Table 12 content, our
+//! wording), the history lines of [`history_line`] (Table 13) and
+//! `prompts/sim/summary.txt` (Table 14: at most 50 words). Posts of 50
+//! words or fewer are used as they are (choice: summarising them would
+//! cost a call and shorten nothing).
+//!
+//! [`parse_follow`] reads the reply: "do not follow" (or "none") is no
+//! follow; otherwise the user ids named, which must be authors in the
+//! history shown (a model naming someone it never saw is an error, not a
+//! follow). The paper asks for one id; up to [`MAX_FOLLOWS`] are taken.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use some_schemas::sim::ActionKind;
+
+use super::error::ReplyError;
+use super::ids::{AgentId, TURNS_PER_DAY, Turn};
+use super::memory::Entry;
+
+const REFLECT: &str = include_str!("../../prompts/sim/reflect.txt");
+const SUMMARY: &str = include_str!("../../prompts/sim/summary.txt");
+const WHAT: &str = "reflection";
+
+/// Reflection happens every two simulated days.
+pub const REFLECTION_EVERY: u32 = 2 * TURNS_PER_DAY;
+/// Follows taken from one reflection, at most.
+pub const MAX_FOLLOWS: usize = 3;
+/// Posts longer than this (in words) are summarised before reflection.
+pub const SUMMARY_OVER_WORDS: usize = 50;
+/// Reacted-to posts shown in one reflection, at most (the latest).
+pub const HISTORY_CAP: usize = 30;
+
+/// Whether a reflection is due at `turn`: two days after the last, or two
+/// days into the run for the first.
+pub fn due(last: Option<Turn>, turn: Turn) -> bool {
+    turn.0 >= last.map_or(0, |t| t.0) + REFLECTION_EVERY
+}
+
+pub fn needs_summary(text: &str) -> bool {
+    text.split_whitespace().count() > SUMMARY_OVER_WORDS
+}
+
+pub fn summary_prompt(post: &str) -> String {
+    SUMMARY.replace("{post}", post)
+}
+
+/// What the agent did, in words.
+fn described(entry: &Entry) -> String {
+    let mut parts: Vec<String> = entry
+        .actions
+        .iter()
+        .filter(|a| **a != ActionKind::Comment)
+        .map(|a| match a {
+            ActionKind::Like => "you liked it".to_string(),
+            ActionKind::Reblog => "you reblogged it".to_string(),
+            other => other.as_str().to_string(),
+        })
+        .collect();
+    if let Some(c) = &entry.comment {
+        parts.push(format!("you commented \"{c}\""));
+    }
+    if parts.is_empty() { "you only read it".into() } else { parts.join(", ") }
+}
+
+/// One history line (the paper's Table 13): the k-th post, its author, its
+/// text or summary, and the agent's action.
+pub fn history_line(k: usize, entry: &Entry) -> String {
+    format!("{k}. A post by user {} says: {} What you did: {}.", entry.author, entry.text, described(entry))
+}
+
+pub fn reflect_prompt(persona: &str, entries: &[&Entry]) -> String {
+    let history: Vec<String> = entries.iter().enumerate().map(|(i, e)| history_line(i + 1, e)).collect();
+    REFLECT.replace("{persona}", persona).replace("{history}", &history.join("\n"))
+}
+
+fn ids() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\d+").unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The users to follow named in a reflection reply; `authors` are those of
+/// the history shown.
+pub fn parse_follow(reply: &str, authors: &[AgentId]) -> Result<Vec<AgentId>, ReplyError> {
+    let lower = reply.trim().to_lowercase();
+    let named: Vec<AgentId> = ids().find_iter(&lower).filter_map(|m| m.as_str().parse::<u32>().ok()).map(AgentId).collect();
+    if named.is_empty() {
+        if ["not follow", "don't follow", "no one", "nobody", "none"].iter().any(|w| lower.contains(w)) {
+            return Ok(Vec::new());
+        }
+        return Err(ReplyError::Unreadable { what: WHAT, cause: "it names no user id and does not decline".into() });
+    }
+    let mut out: Vec<AgentId> = Vec::new();
+    for id in named {
+        if !authors.contains(&id) {
+            return Err(ReplyError::BadValue {
+                what: WHAT,
+                field: "user id".into(),
+                cause: format!("{id} is not an author of the posts shown"),
+            });
+        }
+        if !out.contains(&id) && out.len() < MAX_FOLLOWS {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::ids::PostId;
+
+    fn entry(author: u32, actions: Vec<ActionKind>, comment: Option<&str>) -> Entry {
+        Entry {
+            turn: Turn(1),
+            post: PostId(4),
+            author: AgentId(author),
+            text: "Trail run at dawn.".into(),
+            summarised: false,
+            actions,
+            comment: comment.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn reflection_is_due_every_two_days() {
+        assert!(!due(None, Turn(47)) && due(None, Turn(48)));
+        assert!(!due(Some(Turn(48)), Turn(95)) && due(Some(Turn(48)), Turn(96)));
+    }
+
+    #[test]
+    fn history_lines_say_who_posted_what_and_what_the_agent_did() {
+        let e = entry(17, vec![ActionKind::Like, ActionKind::Comment], Some("Great pace!"));
+        assert_eq!(
+            history_line(2, &e),
+            "2. A post by user 17 says: Trail run at dawn. What you did: you liked it, you commented \"Great pace!\"."
+        );
+        let p = reflect_prompt("a runner", &[&e]);
+        assert!(p.contains("Who you are:\na runner\n") && p.ends_with("you commented \"Great pace!\".\n"), "{p}");
+        assert!(needs_summary(&"word ".repeat(51)) && !needs_summary(&"word ".repeat(50)));
+        assert_eq!(
+            summary_prompt("x"),
+            "Summarise the social media post below in no more than 50 words. Reply with the summary only.\n\nPost: x\n"
+        );
+    }
+
+    #[test]
+    fn follow_replies_are_ids_from_the_history_or_a_refusal() {
+        let authors = [AgentId(17), AgentId(4)];
+        assert_eq!(parse_follow("17", &authors).unwrap(), [AgentId(17)]);
+        assert_eq!(parse_follow("I want to follow user 4 and user17.", &authors).unwrap(), [AgentId(4), AgentId(17)]);
+        assert_eq!(parse_follow("Do not follow", &authors).unwrap(), []);
+        let e = parse_follow("user 99", &authors).unwrap_err();
+        assert_eq!(e.to_string(), "reflection reply: field \"user id\" 99 is not an author of the posts shown");
+        assert!(matches!(parse_follow("Hmm, maybe.", &authors), Err(ReplyError::Unreadable { .. })));
+    }
+}

@@ -1,0 +1,232 @@
+//! The tables of the persona-driven social-media simulation.
+//!
+//! A simulation run commits one turn at a time as one transaction: the
+//! turn's actions, the posts and follows they created, the feeds that were
+//! shown and the `sim_turns` row that marks the turn committed (with the
+//! platform's state digest, so a replay or a resumed run is checked against
+//! it). Every table is partitioned by run, like `episodes`, so reading one
+//! run touches only its folder. Names of tables, columns and enumerated
+//! values are spelled only here.
+
+use crate::row::Timestamp;
+use crate::table;
+use crate::tables::TableDef;
+
+table! {
+    /// One agent of a run: its persona as loaded and enriched, and its plan.
+    pub struct SimAgentRow in sim_agents partitioned by [run_id] {
+        agent_id: i64,
+        username: String,
+        /// [`AgentKind`]: `initial` agents seed content, `regular` ones interact.
+        kind: String,
+        /// Where the persona came from (`oasis-reddit`, `oasis-twitter`, `recagent`, ...).
+        persona_source: String,
+        /// The persona as JSON (initial description and, once enriched, the paper's fields).
+        persona: String,
+        /// The Pareto activity level, 0-1.
+        activity: f64,
+        /// The agent's plan as JSON; null until planned.
+        plan: Option<String>,
+        /// Why enrichment or planning failed, if it did.
+        error: Option<String>,
+        run_id: String,
+    }
+}
+
+table! {
+    /// A post or a comment (a comment has a parent post).
+    pub struct SimPostRow in sim_posts partitioned by [run_id] {
+        post_id: i64,
+        author_id: i64,
+        turn: i64,
+        content: String,
+        parent_post_id: Option<i64>,
+        /// The topic the author generated the post for.
+        topic: Option<String>,
+        /// The adopted knowledge passages' ids, as a JSON list.
+        knowledge: Option<String>,
+        run_id: String,
+    }
+}
+
+table! {
+    /// One action of one agent in one turn, applied or refused.
+    pub struct SimActionRow in sim_actions partitioned by [run_id] {
+        turn: i64,
+        agent_id: i64,
+        /// Order within the agent's turn; the platform applies by (agent_id, seq).
+        seq: i32,
+        /// [`ActionKind`].
+        action: String,
+        post_id: Option<i64>,
+        target_agent_id: Option<i64>,
+        text: Option<String>,
+        /// [`ActionStatus`].
+        status: String,
+        /// Why a failed action was refused.
+        error: Option<String>,
+        run_id: String,
+    }
+}
+
+table! {
+    /// A follow, as the turn that created it.
+    pub struct SimFollowRow in sim_follows partitioned by [run_id] {
+        follower_id: i64,
+        followee_id: i64,
+        turn: i64,
+        run_id: String,
+    }
+}
+
+table! {
+    /// One post of the feed an agent was shown in a turn, in rank order.
+    pub struct SimFeedRow in sim_feeds partitioned by [run_id] {
+        turn: i64,
+        agent_id: i64,
+        position: i32,
+        post_id: i64,
+        score: f64,
+        ranker: String,
+        run_id: String,
+    }
+}
+
+table! {
+    /// A committed turn: written last, in the same transaction as the turn's rows.
+    pub struct SimTurnRow in sim_turns partitioned by [run_id] {
+        turn: i64,
+        stage: i32,
+        active_agents: i64,
+        actions_applied: i64,
+        actions_failed: i64,
+        /// The platform state digest after the turn (hex SHA-256).
+        state_digest: String,
+        committed_at: Timestamp,
+        run_id: String,
+    }
+}
+
+/// Whether an agent seeds content or interacts (the paper's two groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    Initial,
+    Regular,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Initial => "initial",
+            AgentKind::Regular => "regular",
+        }
+    }
+    pub fn parse(s: &str) -> Option<AgentKind> {
+        [AgentKind::Initial, AgentKind::Regular].into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// The six actions of the paper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    Browse,
+    Like,
+    Reblog,
+    Comment,
+    Post,
+    Follow,
+}
+
+impl ActionKind {
+    pub const ALL: [ActionKind; 6] =
+        [ActionKind::Browse, ActionKind::Like, ActionKind::Reblog, ActionKind::Comment, ActionKind::Post, ActionKind::Follow];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Browse => "browse",
+            ActionKind::Like => "like",
+            ActionKind::Reblog => "reblog",
+            ActionKind::Comment => "comment",
+            ActionKind::Post => "post",
+            ActionKind::Follow => "follow",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ActionKind> {
+        ActionKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Whether the platform applied an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionStatus {
+    Applied,
+    Failed,
+}
+
+impl ActionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionStatus::Applied => "applied",
+            ActionStatus::Failed => "failed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ActionStatus> {
+        [ActionStatus::Applied, ActionStatus::Failed].into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// The simulation tables, in the order `some sql` should list them (the
+/// lake registers them next to [`crate::ALL_TABLES`]).
+pub const SIM_TABLES: &[TableDef] = &[
+    TableDef::of::<SimAgentRow>(),
+    TableDef::of::<SimPostRow>(),
+    TableDef::of::<SimActionRow>(),
+    TableDef::of::<SimFollowRow>(),
+    TableDef::of::<SimFeedRow>(),
+    TableDef::of::<SimTurnRow>(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Row;
+
+    #[test]
+    fn sim_tables_round_trip_and_end_with_their_partition() {
+        let rows = vec![SimActionRow {
+            turn: 3,
+            agent_id: 7,
+            seq: 0,
+            action: ActionKind::Comment.as_str().into(),
+            post_id: Some(12),
+            target_agent_id: None,
+            text: Some("nice".into()),
+            status: ActionStatus::Failed.as_str().into(),
+            error: Some("post 12 does not exist".into()),
+            run_id: "r".into(),
+        }];
+        let batch = SimActionRow::to_batch(&rows).unwrap();
+        assert_eq!(SimActionRow::from_batch(&batch).unwrap(), rows);
+        for t in SIM_TABLES {
+            let schema = (t.schema)();
+            assert_eq!(schema.fields().last().unwrap().name(), "run_id", "{}", t.name);
+            assert!(crate::TableDef::named(t.name).is_none(), "{} must not shadow a benchmark table", t.name);
+        }
+        assert_eq!(
+            SIM_TABLES.iter().map(|t| t.name).collect::<Vec<_>>(),
+            ["sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns"]
+        );
+    }
+
+    #[test]
+    fn enumerations_read_back_what_they_write() {
+        for k in ActionKind::ALL {
+            assert_eq!(ActionKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(ActionKind::parse("boost"), None);
+        assert_eq!(AgentKind::parse("regular"), Some(AgentKind::Regular));
+        assert_eq!(ActionStatus::parse("applied"), Some(ActionStatus::Applied));
+    }
+}
