@@ -31,7 +31,7 @@ ensure_cuda_compilers() {
   site="$("$CUDA_PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   LIBNVRTC="$site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
   PTXAS="$site/nvidia/cuda_nvcc/bin/ptxas"
-  if [ -f "$LIBNVRTC" ] && [ -x "$PTXAS" ] && "$venv/bin/pip" show -q nvidia-cuda-nvrtc-cu12 2>/dev/null | grep -q 'Version: 12.9.86'; then
+  if [ -f "$LIBNVRTC" ] && [ -x "$PTXAS" ] && "$venv/bin/pip" show nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12 2>/dev/null | grep -c "^Version: 12.9.86$" | grep -q "^2$"; then
     return 0
   fi
   say "installing $NVRTC_WHEEL and $NVCC_WHEEL into $venv"

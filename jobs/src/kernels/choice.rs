@@ -9,6 +9,9 @@ use std::sync::Arc;
 
 use super::{CpuKernels, Kernels};
 
+/// Whether this build has the CUDA kernels (feature `cuda`).
+pub const BUILT_WITH_CUDA: bool = cfg!(feature = "cuda");
+
 /// The `--kernels` choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KernelChoice {

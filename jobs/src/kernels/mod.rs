@@ -20,7 +20,7 @@ mod cpu;
 mod cuda;
 mod graph;
 
-pub use choice::{KernelChoice, Selected, select_kernels};
+pub use choice::{BUILT_WITH_CUDA, KernelChoice, Selected, select_kernels};
 pub use cpu::CpuKernels;
 #[cfg(feature = "cuda")]
 pub use cuda::{ARCHS, CANONICAL_SOURCE, CudaError, CudaKernels, DeviceCorpus, DeviceInfo, MODULE_SOURCES, NVRTC_OPTIONS, compile_ptx};

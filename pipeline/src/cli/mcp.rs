@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use some_jobs::kernels::{KernelChoice, select_kernels};
+use some_jobs::kernels::{BUILT_WITH_CUDA, KernelChoice, select_kernels};
 use some_jobs::tools::ToolSettings;
 use some_workers::Lake;
 use some_workers::backend::LakeBackend;
@@ -29,7 +29,9 @@ impl Mcp {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         let embedder = installed_embedder()?;
         let selected = select_kernels(self.kernels).map_err(anyhow::Error::msg)?;
+        // Once per process: a warning where a GPU build finds no GPU.
         match &selected.note {
+            Some(note) if BUILT_WITH_CUDA => tracing::warn!("{note}"),
             Some(note) => tracing::info!("{note}"),
             None => tracing::info!("kernels: {}", selected.kernels.name()),
         }
