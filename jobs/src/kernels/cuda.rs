@@ -229,6 +229,9 @@ impl Kernels for CudaKernels {
     }
 
     fn corpus<'a>(&self, vectors: Matrix<'a>) -> Corpus<'a> {
+        if vectors.rows() == 0 {
+            return self.cpu.corpus(vectors);
+        }
         let inv_norms = topk::inverse_norms(self, vectors);
         match inv_norms {
             Ok(inv_norms) => Corpus { vectors, inv_norms },
@@ -244,7 +247,8 @@ impl Kernels for CudaKernels {
     fn top_k(&self, queries: Matrix<'_>, corpus: &Corpus<'_>, k: usize) -> Vec<Vec<Hit>> {
         assert_eq!(queries.dim(), corpus.vectors.dim(), "top_k: queries and corpus differ in dimension");
         assert_eq!(corpus.inv_norms.len(), corpus.vectors.rows(), "top_k: the corpus needs one inverse norm per row");
-        if k > topk::MAX_K {
+        // Nothing to search (no device buffer of zero bytes), or more hits than fit on chip.
+        if k == 0 || k > topk::MAX_K || corpus.vectors.rows() == 0 || queries.rows() == 0 {
             return self.cpu.top_k(queries, corpus, k);
         }
         let result = DeviceCorpus::upload(self, corpus).and_then(|d| self.search(queries, &d, k));
