@@ -29,6 +29,15 @@ bench-distributed:
 bench-kernels:
     source infra/env.sh && ensure_numpy && cargo bench -p some-jobs --bench kernels
 
+# The CUDA kernels on a GPU: queries/s and bandwidth against the device's
+# peak (prints why it is skipped where there is no GPU).
+bench-cuda:
+    infra/cuda-check.sh --bench
+
+# The CUDA kernels compile without a GPU (NVRTC + ptxas), as CI checks.
+cuda-check:
+    infra/cuda-check.sh --self-test
+
 # The nightly regression evaluation (sampled run vs the stored baseline).
 nightly:
     infra/nightly.sh

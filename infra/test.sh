@@ -7,6 +7,10 @@ cd "$SOME_ROOT"
 ensure_build_tools
 ensure_s3s_fs
 ensure_rabbitmq
+# The CUDA kernels compile (NVRTC + ptxas, no GPU needed), a broken kernel
+# fails that check, and the `cuda` build's tests pass (the GPU parity test
+# prints why it is skipped where there is no GPU).
+"$SOME_ROOT/infra/cuda-check.sh" --self-test --rust
 # The end-to-end tests run the `some` binary as a user does; `cargo test`
 # builds test harnesses, not that binary. (The same targets as `cargo test
 # --workspace`, so dependencies build once, with the same features.)

@@ -18,8 +18,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use some_jobs::embed::Embedder;
-use some_jobs::kernels::CpuKernels;
 use some_jobs::chat::ChatModel;
+use some_jobs::kernels::Kernels;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use tokio::sync::Mutex;
 
@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 /// What the server's tools run against.
 pub struct McpWorld {
     pub backend: LakeBackend,
-    pub kernels: CpuKernels,
+    pub kernels: Arc<dyn Kernels>,
     pub embedder: Option<Arc<dyn Embedder>>,
     pub chat: Option<Arc<dyn ChatModel>>,
     pub settings: ToolSettings,
@@ -114,7 +114,7 @@ impl ServerHandler for SomeMcp {
         let world = &self.world;
         let ctx = ToolContext {
             backend: &world.backend,
-            kernels: &world.kernels,
+            kernels: world.kernels.as_ref(),
             embedder: world.embedder.as_deref(),
             chat: world.chat.as_deref(),
             settings: &world.settings,

@@ -1,6 +1,6 @@
 //! The agent loop against a scripted model and an in-memory world.
 
-use some_schemas::{PostRow, PostSource, QueryRow, Timestamp, UserRow, buckets};
+use some_schemas::{PostRow, PostSource, QueryRow, Task, Timestamp, UserRow, buckets};
 
 use super::*;
 use crate::kernels::CpuKernels;

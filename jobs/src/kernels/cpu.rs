@@ -11,6 +11,8 @@
 //!   that reads each corpus block once for a whole batch of queries.
 //! - [`select`]: per-thread top-k buffers and their merge.
 //! - [`cluster`]: the single-pass clustering, in blocks.
+//! - [`graph`]: the threshold-graph clustering, the parallel variant's
+//!   reference.
 //! - [`crew`]: threads kept across the clustering's many short parallel
 //!   steps.
 //!
@@ -24,6 +26,7 @@ mod avx2;
 mod cluster;
 mod crew;
 mod dot;
+mod graph;
 mod portable;
 mod select;
 #[cfg(test)]
@@ -52,6 +55,13 @@ pub struct CpuKernels {
 impl CpuKernels {
     pub fn new(threads: usize) -> CpuKernels {
         CpuKernels { threads: threads.max(1), isa: Isa::detect(), parallel_work: PARALLEL_WORK }
+    }
+
+    /// The threshold-graph clustering ([`crate::kernels::graph`]): the
+    /// parallel approximation of [`Kernels::single_pass_cluster`], on one
+    /// thread; the reference for the GPU's.
+    pub fn threshold_graph_cluster(&self, vectors: Matrix<'_>, theta: f32) -> Vec<u32> {
+        graph::threshold_graph_cluster(self.isa, vectors, theta)
     }
 
     /// Kernels on a given instruction set that start threads for any work,

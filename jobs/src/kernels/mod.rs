@@ -8,10 +8,23 @@
 //! Vectors are row-major matrices of f32 or f16 ([`Matrix`]); f16 storage
 //! is accumulated in f32. A [`Corpus`] is built once per collection (it
 //! holds the rows' inverse norms) and searched many times.
+//!
+//! - [`choice`]: `--kernels cpu|cuda|auto`.
+//! - [`graph`]: the threshold-graph clustering, a parallel approximation of
+//!   the single-pass one, and [`rand_agreement`] to compare clusterings.
+//! - `cuda` (feature `cuda`): [`CudaKernels`], the same kernels on a GPU.
 
+mod choice;
 mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod graph;
 
+pub use choice::{BUILT_WITH_CUDA, KernelChoice, Selected, select_kernels};
 pub use cpu::CpuKernels;
+#[cfg(feature = "cuda")]
+pub use cuda::{ARCHS, CANONICAL_SOURCE, CudaError, CudaKernels, DeviceCorpus, DeviceInfo, MODULE_SOURCES, NVRTC_OPTIONS, compile_ptx};
+pub use graph::{labels_from_parents, rand_agreement};
 
 /// Row-major vectors, `len / dim` rows of `dim` values.
 #[derive(Debug, Clone, Copy)]

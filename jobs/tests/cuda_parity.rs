@@ -1,0 +1,131 @@
+//! GPU parity: the CUDA kernels give the CPU kernels' answers.
+//!
+//! Top-k: the same row ids in the same order and the same scores, with a
+//! tolerance of 0 (bit-identical): both sides run the same canonical dot
+//! product, rounding for rounding (`kernels/cuda/canonical.cuh`), so any
+//! difference is a bug, not noise. Clustering: identical ids for the exact
+//! single-pass clustering; identical ids for the threshold-graph variant
+//! against its CPU reference, and its agreement with the exact clustering
+//! printed.
+//!
+//! Needs a GPU: without one (or in a build without the `cuda` feature) it
+//! prints `skipped: <reason>` and runs nothing; it never passes silently.
+//! Run with `cargo test -p some-jobs --features cuda --test cuda_parity`.
+//! A plain `main` (no test harness) so that the line is always shown.
+
+#[cfg(not(feature = "cuda"))]
+fn main() {
+    println!("cuda_parity: skipped: built without the cuda feature (cargo test -p some-jobs --features cuda --test cuda_parity)");
+}
+
+#[cfg(feature = "cuda")]
+fn main() {
+    use some_jobs::kernels::CudaKernels;
+    match CudaKernels::new(0) {
+        Ok(gpu) => {
+            println!("cuda_parity: running on {} (compute capability {:?})", gpu.device().name, gpu.device().compute_capability);
+            parity::run(&gpu);
+            assert_eq!(gpu.fallbacks(), 0, "no call fell back to the CPU");
+            println!("cuda_parity: all parity checks passed");
+        }
+        Err(why) => println!("cuda_parity: skipped: {why}"),
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod parity {
+    use half::f16;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use some_jobs::kernels::{CpuKernels, CudaKernels, DeviceCorpus, Hit, Kernels, Matrix, rand_agreement};
+
+    /// `n` vectors of `dim` around `centres` random directions, so that
+    /// clustering finds structure and top-k has near-ties.
+    fn clustered(n: usize, dim: usize, centres: usize, seed: u64) -> Vec<f32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let centre: Vec<f32> = (0..centres * dim).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        (0..n)
+            .flat_map(|_| {
+                let c = rng.random_range(0..centres);
+                (0..dim).map(|j| centre[c * dim + j] + 0.4 * rng.random_range(-1.0f32..1.0)).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn halves(values: &[f32]) -> Vec<f16> {
+        values.iter().map(|&x| f16::from_f32(x)).collect()
+    }
+
+    fn same_hits(case: &str, cpu: &[Vec<Hit>], gpu: &[Vec<Hit>]) {
+        assert_eq!(cpu.len(), gpu.len(), "{case}: queries");
+        for (q, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+            let ids = |h: &[Hit]| h.iter().map(|h| h.index).collect::<Vec<_>>();
+            assert_eq!(ids(c), ids(g), "{case}: query {q}: row ids");
+            for (a, b) in c.iter().zip(g) {
+                assert_eq!(a.score.to_bits(), b.score.to_bits(), "{case}: query {q} row {}: {} vs {}", a.index, a.score, b.score);
+            }
+        }
+    }
+
+    pub fn run(gpu: &CudaKernels) {
+        let cpu = CpuKernels::default();
+        top_k(gpu, &cpu);
+        clustering(gpu, &cpu);
+    }
+
+    fn top_k(gpu: &CudaKernels, cpu: &CpuKernels) {
+        // Aligned and unaligned dimensions, f16 and f32 storage, a corpus that is not a whole number of tiles.
+        for (rows, dim) in [(20_011, 384), (3_001, 100), (2_000, 2560)] {
+            let corpus_f32 = clustered(rows, dim, 50, rows as u64);
+            let mut corpus_f16 = halves(&corpus_f32);
+            // Duplicate rows: equal scores, which must go to the lower row.
+            let copy = corpus_f16[..dim].to_vec();
+            corpus_f16[5 * dim..6 * dim].copy_from_slice(&copy);
+            let queries_f32 = clustered(41, dim, 50, 7);
+            let queries_f16 = halves(&queries_f32);
+            for (label, corpus) in [("f16", Matrix::F16 { data: &corpus_f16, dim }), ("f32", Matrix::F32 { data: &corpus_f32, dim })] {
+                let prepared = cpu.corpus(corpus);
+                let on_gpu = gpu.corpus(corpus);
+                assert_eq!(
+                    prepared.inv_norms.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    on_gpu.inv_norms.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    "{label} {rows}x{dim}: inverse norms"
+                );
+                let resident = DeviceCorpus::upload(gpu, &prepared).expect("upload");
+                for batch in [1, 7, 9, 41] {
+                    for k in [1, 10, 100, 256] {
+                        for queries in
+                            [Matrix::F16 { data: &queries_f16[..batch * dim], dim }, Matrix::F32 { data: &queries_f32[..batch * dim], dim }]
+                        {
+                            let case = format!("{label} corpus {rows}x{dim}, {batch} queries, k={k}");
+                            let expected = cpu.top_k(queries, &prepared, k);
+                            same_hits(&case, &expected, &gpu.search(queries, &resident, k).expect("search"));
+                            same_hits(&case, &expected, &gpu.top_k(queries, &prepared, k));
+                        }
+                    }
+                }
+                println!("cuda_parity: top-k {label} {rows}x{dim}: same ids and bit-identical scores (batches 1-41, k 1-256)");
+            }
+        }
+    }
+
+    fn clustering(gpu: &CudaKernels, cpu: &CpuKernels) {
+        for (n, dim, centres, theta) in [(3_000, 384, 40, 0.5), (1_000, 100, 10, 0.5), (500, 2560, 5, 2.0), (2_000, 384, 200, -1.0)] {
+            let values = clustered(n, dim, centres, n as u64 + 1);
+            let values_f16 = halves(&values);
+            for (label, vectors) in [("f16", Matrix::F16 { data: &values_f16, dim }), ("f32", Matrix::F32 { data: &values, dim })] {
+                let exact = cpu.single_pass_cluster(vectors, theta);
+                let on_gpu = gpu.try_single_pass_cluster(vectors, theta).expect("exact clustering on the device");
+                assert_eq!(exact, on_gpu, "{label} {n}x{dim} theta {theta}: exact cluster ids");
+                let graph = cpu.threshold_graph_cluster(vectors, theta);
+                let graph_gpu = gpu.threshold_graph_cluster(vectors, theta).expect("threshold graph on the device");
+                assert_eq!(graph, graph_gpu, "{label} {n}x{dim} theta {theta}: threshold-graph ids");
+                let clusters = exact.iter().max().copied().unwrap_or(0);
+                println!(
+                    "cuda_parity: clustering {label} {n}x{dim} theta {theta}: exact ids identical ({clusters} clusters); threshold graph identical to its CPU reference, Rand agreement with exact {:.4}",
+                    rand_agreement(&exact, &graph)
+                );
+            }
+        }
+    }
+}
