@@ -145,12 +145,12 @@ fn a_poison_message_is_dead_lettered_with_its_error_and_the_run_goes_on() {
     let (lake, queue) = (&c.lake, &c.queue);
     let endpoint = instant();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
-    rt.block_on(queue.publish(some_schemas::JobKind::Episode, b"{\"job\": \"episodes\", \"garbage\": true}".to_vec())).unwrap();
+    let broker = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
+    rt.block_on(broker.publish(some_schemas::JobKind::Episode, b"{\"job\": \"episodes\", \"garbage\": true}".to_vec())).unwrap();
     let run = submit(lake, queue, &endpoint.url, "5", &[]);
     let _worker = worker(lake, queue);
     assert!(wait_until(Duration::from_secs(120), || finals(lake, &run.id) == run.planned), "the run did not finish");
-    let dead = rt.block_on(queue.dead_letters(some_schemas::JobKind::Episode)).unwrap();
+    let dead = rt.block_on(broker.dead_letters(some_schemas::JobKind::Episode)).unwrap();
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(dead[0].reason.starts_with("undecodable job message"), "{}", dead[0].reason);
     assert!(String::from_utf8_lossy(&dead[0].body).contains("garbage"));
@@ -165,9 +165,9 @@ fn cancelling_a_run_stops_its_shards() {
     some(lake, &[], &["cancel", &run.id]).ok();
     let _worker = worker(lake, queue);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
+    let broker = rt.block_on(some_workers::queue::open(&queue.parse().unwrap())).unwrap();
     assert!(
-        wait_until(Duration::from_secs(60), || rt.block_on(queue.depth(some_schemas::JobKind::Episode)).unwrap() == 0),
+        wait_until(Duration::from_secs(60), || rt.block_on(broker.depth(some_schemas::JobKind::Episode)).unwrap() == 0),
         "shards were not drained"
     );
     assert_eq!(finals(lake, &run.id), 0, "a cancelled run's shards ran");

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
 
-use super::run::DEFAULT_MODEL;
+use super::flags::DEFAULT_MODEL;
 
 #[derive(Debug, Subcommand)]
 pub enum Llm {

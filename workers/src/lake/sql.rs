@@ -204,7 +204,7 @@ mod tests {
         let mut ids: Vec<_> = rows.iter().map(|r| r.post_id.as_str()).collect();
         ids.sort();
         assert_eq!(ids, ["a", "b"]);
-        assert_eq!(rows[0], post(rows[0].post_id.as_str(), "raw"));
+        assert_eq!(rows[0], post(rows[0].post_id.as_str(), PostSource::Raw));
     }
 
     #[tokio::test]
