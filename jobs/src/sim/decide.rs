@@ -11,9 +11,19 @@
 //! `Like: yes` lines, as JSON, or in the paper's words ("like", "no
 //! operation", "forward", "no comment", "Comment content: ...").
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{ReplyError, json_body};
+use super::ids::{AgentId, PostId};
+
+/// A post as the agent is shown it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedPost {
+    pub id: PostId,
+    pub author: AgentId,
+    pub content: String,
+}
 
 const DECIDE: &str = include_str!("../../prompts/sim/decide.txt");
 const TOPICS: &str = include_str!("../../prompts/sim/topics.txt");

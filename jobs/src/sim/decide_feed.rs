@@ -13,9 +13,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::decide::Decision;
+use super::decide::{Decision, FeedPost};
 use super::error::ReplyError;
-use super::step::FeedPost;
 
 const PROMPT: &str = include_str!("../../prompts/sim/decide_feed.txt");
 const WHAT: &str = "feed decision";

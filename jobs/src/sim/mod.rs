@@ -77,4 +77,5 @@ pub use memory::Memory;
 pub use persona::{Persona, Profile};
 pub use plan::Plan;
 pub use platform::{Action, AgentAction, ApplyError, Outcome, Platform};
-pub use step::{BrowseMode, FeedPost, Step, StepContext, StepError, StepInput, StepSettings, agent_step};
+pub use decide::FeedPost;
+pub use step::{BrowseMode, Step, StepContext, StepError, StepInput, StepSettings, agent_step};

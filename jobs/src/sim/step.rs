@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 use some_schemas::sim::ActionKind;
 
-use super::decide::{self, Decision};
+use super::decide::{self, Decision, FeedPost};
 use super::decide_feed;
 use super::dynamic::{DynamicSettings, Relevance, persona_for};
 use super::error::ReplyError;
@@ -37,14 +37,6 @@ use super::platform::{Action, AgentAction};
 use super::reflect;
 use crate::embed::EmbedError;
 use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
-
-/// A post as the agent is shown it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FeedPost {
-    pub id: PostId,
-    pub author: AgentId,
-    pub content: String,
-}
 
 /// How an agent decides on the posts it is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
