@@ -14,11 +14,11 @@
 //!   `workers`.
 
 pub mod agent;
+pub mod chat;
 pub mod embed;
 pub mod error;
 pub mod json;
 pub mod kernels;
-pub mod chat;
 pub mod progress;
 pub mod protocol;
 pub mod queries;

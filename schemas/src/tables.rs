@@ -9,8 +9,8 @@ use arrow::datatypes::SchemaRef;
 
 use crate::ids::{Attempt, EpisodeId, QueryId, RunId};
 use crate::row::{Row, Timestamp};
-use crate::task::Task;
 use crate::table;
+use crate::task::Task;
 
 /// Where a post was collected, which decides how the tools find it and how
 /// the `posts` table is partitioned.

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
+use some_jobs::chat::{ChatResponse, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::kernels::CpuKernels;
-use some_jobs::chat::{ChatResponse, Usage};
 use some_jobs::testing::ScriptedModel;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Timestamp, UserRow, buckets};
@@ -147,7 +147,12 @@ fn scripted_summarizer() -> ScriptedModel {
         } else {
             r#"{"summary": "无", "time": "xxxx.xx.xx"}"#
         };
-        Ok(ChatResponse { content: content.into(), usage: Usage { prompt_tokens: 10, completion_tokens: 5 }, model: "scripted".into(), ..Default::default() })
+        Ok(ChatResponse {
+            content: content.into(),
+            usage: Usage { prompt_tokens: 10, completion_tokens: 5 },
+            model: "scripted".into(),
+            ..Default::default()
+        })
     })
 }
 

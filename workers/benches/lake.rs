@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::prelude::{col, lit};
-use some_jobs::queries::read_bundled;
 use some_jobs::progress::NoProgress;
+use some_jobs::queries::read_bundled;
 use some_jobs::synth::{Scale, SynthConfig, World};
 use some_schemas::{Task, buckets};
 use some_workers::world::{ingest_queries, write_world};

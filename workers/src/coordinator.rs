@@ -74,7 +74,6 @@ fn memory_queue() -> MemoryQueue {
     MemoryQueue::new(crate::queue::DELIVERY_LIMIT)
 }
 
-
 /// Runs `todo` on this process; returns once every shard is committed or
 /// dead-lettered, with the dead letters.
 pub async fn run_in_process(
@@ -149,4 +148,3 @@ pub async fn publish_embedding(queue: &dyn Queue, lake: &Lake, target: &EmbedTar
     }
     Ok(parts.len())
 }
-

@@ -4,8 +4,8 @@
 //! by it, release ingestion records a unit as failed by it, and model errors
 //! keep the kind their client gave them.
 
-use some_jobs::embed::EmbedError;
 use some_jobs::chat::ModelError;
+use some_jobs::embed::EmbedError;
 
 /// The error of any worker-side operation.
 #[derive(Debug, thiserror::Error)]
@@ -94,10 +94,13 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         use datafusion::error::DataFusionError as D;
         match self {
-            Error::Store { .. } | Error::Parquet { .. } | Error::Queue(_) | Error::Download { .. } | Error::Embed(_) | Error::Task(_) => true,
-            Error::Io { source, .. } => {
-                !matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::InvalidData)
+            Error::Store { .. } | Error::Parquet { .. } | Error::Queue(_) | Error::Download { .. } | Error::Embed(_) | Error::Task(_) => {
+                true
             }
+            Error::Io { source, .. } => !matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::InvalidData
+            ),
             Error::Model(e) => matches!(e, ModelError::Transient { .. }),
             // A query's plan fails the same way again; its reading may not
             // (the store behind it was down).

@@ -17,14 +17,14 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use some_jobs::embed::Embedder;
 use some_jobs::chat::ChatModel;
+use some_jobs::embed::Embedder;
 use some_jobs::kernels::Kernels;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use tokio::sync::Mutex;
 
-use crate::world::LakeBackend;
 use crate::error::{Error, Result};
+use crate::world::LakeBackend;
 
 /// What the server's tools run against.
 pub struct McpWorld {

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Delivery, Queue};
-use crate::runs::{JudgeRunner, Runner, RunSpec, load_run};
+use crate::runs::{JudgeRunner, RunSpec, Runner, load_run};
 use crate::world::ingest::{UnitOutcome, run_unit};
 
 /// How a worker runs.

@@ -3,10 +3,10 @@
 use some_schemas::{PostRow, PostSource, QueryRow, Task, Timestamp, UserRow, buckets};
 
 use super::*;
-use crate::kernels::CpuKernels;
 use crate::chat::{ChatResponse, ModelError};
-use crate::testing::{ScriptedModel, reply as say};
+use crate::kernels::CpuKernels;
 use crate::protocol::NativeToolCall;
+use crate::testing::{ScriptedModel, reply as say};
 use crate::tools::{MemoryBackend, ToolSettings};
 
 /// Replies from a script, in order; past it, keeps calling a tool (for the

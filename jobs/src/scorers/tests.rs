@@ -8,8 +8,15 @@ use crate::testing::{ScriptedModel, unreachable};
 
 /// A judge that answers with `replies` in order (then with nothing).
 fn scripted_judge(replies: &[&str]) -> ScriptedModel {
-    let replies = replies.iter().map(|r| Ok(ChatResponse { content: r.to_string(), usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })).collect();
-    ScriptedModel::replies("judge", replies, |_| Ok(ChatResponse { usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() }))
+    let replies = replies
+        .iter()
+        .map(|r| {
+            Ok(ChatResponse { content: r.to_string(), usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })
+        })
+        .collect();
+    ScriptedModel::replies("judge", replies, |_| {
+        Ok(ChatResponse { usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })
+    })
 }
 
 fn query(task: &str, label: Option<&str>, reference: Option<&str>) -> QueryRow {

@@ -67,6 +67,7 @@ pub mod tfidf;
 mod test_model;
 
 pub use activity::{Activation, Phase, Preset, activation, pareto_levels};
+pub use decide::FeedPost;
 pub use digest::{MastodonDigest, RecencySimilarity, Scorer, Threshold};
 pub use digest_index::DigestIndex;
 pub use error::ReplyError;
@@ -77,5 +78,4 @@ pub use memory::Memory;
 pub use persona::{Persona, Profile};
 pub use plan::Plan;
 pub use platform::{Action, AgentAction, ApplyError, Outcome, Platform};
-pub use decide::FeedPost;
 pub use step::{BrowseMode, Step, StepContext, StepError, StepInput, StepSettings, agent_step};

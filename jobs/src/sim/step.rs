@@ -35,8 +35,8 @@ use super::persona::Persona;
 use super::plan::Plan;
 use super::platform::{Action, AgentAction};
 use super::reflect;
-use crate::embed::EmbedError;
 use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
+use crate::embed::EmbedError;
 
 /// How an agent decides on the posts it is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -164,6 +164,9 @@ mod tests {
             }
             assert_eq!(def.labels().is_some(), task.scoring() == some_schemas::Scoring::Label, "{task}");
         }
-        assert_eq!(task_def(Task::Smq).tools.iter().map(|t| t.name).collect::<Vec<_>>(), ["user_search", "data_folder", "topic_search", "post_retrieve"]);
+        assert_eq!(
+            task_def(Task::Smq).tools.iter().map(|t| t.name).collect::<Vec<_>>(),
+            ["user_search", "data_folder", "topic_search", "post_retrieve"]
+        );
     }
 }

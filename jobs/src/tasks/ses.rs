@@ -10,7 +10,10 @@ pub static DEF: TaskDef = TaskDef {
     version: 1,
     system_prompt: include_str!("../../prompts/tasks/ses.txt"),
     tools: &[&tools::DATA_FOLDER, &tools::TOPIC_SEARCH],
-    evaluation: Evaluation::Judged { dimensions: &["accuracy", "completeness"], judge_prompt: include_str!("../../prompts/eval/judge_ses.txt") },
+    evaluation: Evaluation::Judged {
+        dimensions: &["accuracy", "completeness"],
+        judge_prompt: include_str!("../../prompts/eval/judge_ses.txt"),
+    },
     user_message,
 };
 

@@ -11,7 +11,11 @@ pub static DEF: TaskDef = TaskDef {
     version: 1,
     system_prompt: include_str!("../../prompts/tasks/ubp.txt"),
     tools: &[&tools::USER_SEARCH, &tools::DATA_FOLDER],
-    evaluation: Evaluation::Label { labels: YES_NO, extraction_prompt: include_str!("../../prompts/eval/extract_ubp.txt"), read_label: yes_no },
+    evaluation: Evaluation::Label {
+        labels: YES_NO,
+        extraction_prompt: include_str!("../../prompts/eval/extract_ubp.txt"),
+        read_label: yes_no,
+    },
     user_message,
 };
 

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, need, embedded_post};
+use super::{Evaluation, TaskDef, embedded_post, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {

@@ -43,9 +43,9 @@ pub use backend::{BackendError, KnowledgeIndex, MemoryBackend, PostKey, WorldBac
 pub use folders::{FolderData, Folders};
 pub use spec::{Param, ParamType, ToolSpec, text_protocol_block};
 
+use crate::chat::{ChatModel, Usage};
 use crate::embed::Embedder;
 use crate::kernels::Kernels;
-use crate::chat::{ChatModel, Usage};
 
 pub use data_folder::SPEC as DATA_FOLDER;
 pub use knowledge_retrieve::SPEC as KNOWLEDGE_RETRIEVE;

@@ -20,8 +20,8 @@ use some_workers::models::{MINILM, fetch, model};
 use some_workers::runs::plan_queries;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
-use super::progress::Bars;
 use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
+use super::progress::Bars;
 use super::run::Run;
 
 #[derive(Debug, Args)]

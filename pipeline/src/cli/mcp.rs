@@ -6,9 +6,9 @@ use clap::Args;
 use some_jobs::kernels::{BUILT_WITH_CUDA, KernelChoice, select_kernels};
 use some_jobs::tools::ToolSettings;
 use some_workers::Lake;
-use some_workers::world::LakeBackend;
 use some_workers::llm::installed_embedder;
 use some_workers::mcp::{McpWorld, SomeMcp};
+use some_workers::world::LakeBackend;
 
 #[derive(Debug, Args)]
 pub struct Mcp {

@@ -4,11 +4,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use some_jobs::queries::read_bundled;
 use some_jobs::chat::{ChatResponse, Role};
-use some_jobs::testing::ScriptedModel;
 use some_jobs::progress::NoProgress;
+use some_jobs::queries::read_bundled;
 use some_jobs::synth::{Scale, SynthConfig, World};
+use some_jobs::testing::ScriptedModel;
 use some_schemas::QueryRow;
 use some_workers::llm::serve::{Served, serve};
 use some_workers::world::{ingest_queries, write_world};

@@ -58,9 +58,7 @@ async fn existing_ids(ctx: &datafusion::prelude::SessionContext, collection: &st
     let df = ctx.table(EmbeddingRow::TABLE).await?.filter(filter)?.select_columns(&[embeddings::id])?;
     let mut ids = HashSet::new();
     for batch in df.collect().await? {
-        ids.extend(
-            <String as ColumnValue>::from_array(batch.column(0).as_ref()).map_err(Error::Invalid)?.into_iter().flatten(),
-        );
+        ids.extend(<String as ColumnValue>::from_array(batch.column(0).as_ref()).map_err(Error::Invalid)?.into_iter().flatten());
     }
     Ok(ids)
 }
@@ -103,7 +101,8 @@ pub async fn post_partitions(lake: &Lake, source: Option<PostSource>) -> Result<
     if let Some(s) = source {
         df = df.filter(col(posts::source).eq(lit(s.as_str())))?;
     }
-    let counted = df.aggregate(vec![col(posts::source), col(posts::bucket)], vec![datafusion::functions_aggregate::count::count(lit(1))])?;
+    let counted =
+        df.aggregate(vec![col(posts::source), col(posts::bucket)], vec![datafusion::functions_aggregate::count::count(lit(1))])?;
     let mut partitions: Vec<(String, String, u64)> = Vec::new();
     for b in counted.collect().await? {
         let s = <String as ColumnValue>::from_array(b.column(0).as_ref()).map_err(Error::Invalid)?;

@@ -199,8 +199,10 @@ mod tests {
         assert!(dir.path().join(format!("posts/source=raw/bucket={bucket}")).is_dir());
 
         let ctx = lake.session().unwrap();
-        let rows: Vec<PostRow> =
-            lake.read(&ctx, Some(datafusion::prelude::col(some_schemas::posts::source).eq(datafusion::prelude::lit(PostSource::Raw.as_str())))).await.unwrap();
+        let rows: Vec<PostRow> = lake
+            .read(&ctx, Some(datafusion::prelude::col(some_schemas::posts::source).eq(datafusion::prelude::lit(PostSource::Raw.as_str()))))
+            .await
+            .unwrap();
         let mut ids: Vec<_> = rows.iter().map(|r| r.post_id.as_str()).collect();
         ids.sort();
         assert_eq!(ids, ["a", "b"]);

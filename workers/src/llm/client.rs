@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::protocol::NativeToolCall;
 use tokio::sync::Semaphore;
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use some_jobs::embed::Embedder;
 use some_jobs::chat::ChatModel;
+use some_jobs::embed::Embedder;
 
 use super::{ClientSettings, Endpoint, LocalModel, OpenAiClient};
 use crate::embed::MiniLm;

@@ -14,8 +14,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use some_jobs::embed::{Embedder, Purpose};
 use some_jobs::chat::{ChatModel, ChatRequest, Message, NativeCallRecord, Role};
+use some_jobs::embed::{Embedder, Purpose};
 
 use crate::error::{Error, Result};
 

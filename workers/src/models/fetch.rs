@@ -79,7 +79,8 @@ pub async fn fetch(spec: &ModelSpec, progress: &dyn Progress) -> Result<PathBuf>
     let root = models_dir();
     let downloads = root.join("downloads");
     std::fs::create_dir_all(&downloads).map_err(io(&downloads))?;
-    let client = reqwest::Client::builder().build().map_err(|e| Error::Download { url: index_url(), message: format!("http client: {e}") })?;
+    let client =
+        reqwest::Client::builder().build().map_err(|e| Error::Download { url: index_url(), message: format!("http client: {e}") })?;
     let mut wheels = Vec::new();
     for wheel in spec.wheels {
         wheels.push(download(&client, wheel, &downloads, progress).await?);
@@ -111,10 +112,15 @@ async fn download(client: &reqwest::Client, wheel: &Wheel, dir: &Path, progress:
         .text()
         .await
         .map_err(|e| Error::Download { url: index.to_string(), message: e.to_string() })?;
-    let url = wheel_url(&page, wheel.filename).ok_or_else(|| Error::Download { url: index.to_string(), message: format!("the index does not list {}", wheel.filename) })?;
+    let url = wheel_url(&page, wheel.filename)
+        .ok_or_else(|| Error::Download { url: index.to_string(), message: format!("the index does not list {}", wheel.filename) })?;
     let url = if url.starts_with("http") { url } else { format!("{}{url}", index) };
-    let response =
-        client.get(&url).send().await.and_then(reqwest::Response::error_for_status).map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
+    let response = client
+        .get(&url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
     progress.phase(wheel.filename, response.content_length());
     let partial = path.with_extension("whl.partial");
     let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;

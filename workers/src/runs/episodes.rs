@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
+use some_jobs::chat::ChatModel;
 use some_jobs::embed::Embedder;
 use some_jobs::kernels::CpuKernels;
-use some_jobs::chat::ChatModel;
 use some_jobs::progress::Progress;
 use some_jobs::scorers::{Judge, Scored};
 use some_jobs::tools::{Folders, ToolContext};
@@ -110,7 +110,15 @@ impl Runner {
         Ok(self.rows(spec, query, attempt, started_at, episode, scored))
     }
 
-    fn rows(&self, spec: &RunSpec, query: &QueryRow, attempt: Attempt, started_at: Timestamp, episode: Episode, scored: Scored) -> Finished {
+    fn rows(
+        &self,
+        spec: &RunSpec,
+        query: &QueryRow,
+        attempt: Attempt,
+        started_at: Timestamp,
+        episode: Episode,
+        scored: Scored,
+    ) -> Finished {
         // A model failure is retried by `some rerun`; everything else is the result.
         let is_final = !matches!(episode.status, EpisodeStatus::ModelError);
         let finished_at = Timestamp::now();
@@ -142,12 +150,7 @@ impl Runner {
     }
 
     /// Runs a shard and commits its rows; returns them once they are durable.
-    pub async fn run_shard(
-        &self,
-        spec: &RunSpec,
-        queries: &[QueryAttempt],
-        progress: &dyn Progress,
-    ) -> Result<Vec<Finished>> {
+    pub async fn run_shard(&self, spec: &RunSpec, queries: &[QueryAttempt], progress: &dyn Progress) -> Result<Vec<Finished>> {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.

@@ -62,8 +62,8 @@ pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
         let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
         return Err(Error::Unknown(format!("unknown run {run_id:?}; runs in this lake: {list}")));
     };
-    let spec: RunSpec = serde_json::from_str(&submitted.spec)
-        .map_err(|e| Error::Invalid(format!("run {run_id}: its stored spec does not read: {e}")))?;
+    let spec: RunSpec =
+        serde_json::from_str(&submitted.spec).map_err(|e| Error::Invalid(format!("run {run_id}: its stored spec does not read: {e}")))?;
     let cancelled = events.iter().any(|e| e.event == RunEvent::Cancelled && e.at >= submitted.at);
     let mut judging_events: Vec<&RunRow> = events.iter().filter(|e| e.event == RunEvent::Judging).collect();
     judging_events.sort_by_key(|e| e.at);

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arrow::array::AsArray;
-use arrow::record_batch::RecordBatch;
 use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
 use datafusion::prelude::{Expr, cast, col, lit};
 use some_schemas::{PostSource, QueryId, QueryRow, Task, Timestamp, buckets, knowledge, posts, ref_posts, users};
 
@@ -82,9 +82,11 @@ pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
     for (bucket, t) in strings(&raw, 0).into_iter().zip(integers(&raw, 1)) {
         stream_times.entry(bucket.unwrap_or_default()).or_default().push(t);
     }
-    let topics: HashSet<String> = strings(&of_source(PostSource::Topic, vec![col(posts::bucket)]).await?, 0).into_iter().flatten().collect();
+    let topics: HashSet<String> =
+        strings(&of_source(PostSource::Topic, vec![col(posts::bucket)]).await?, 0).into_iter().flatten().collect();
     let profiles: HashSet<String> = strings(&column_of(users::TABLE, users::uid).await?, 0).into_iter().flatten().collect();
-    let timelines: HashSet<String> = strings(&of_source(PostSource::Weibo, vec![col(posts::uid)]).await?, 0).into_iter().flatten().collect();
+    let timelines: HashSet<String> =
+        strings(&of_source(PostSource::Weibo, vec![col(posts::uid)]).await?, 0).into_iter().flatten().collect();
     let ref_posts: HashSet<String> = strings(&column_of(ref_posts::TABLE, ref_posts::post_id).await?, 0).into_iter().flatten().collect();
     let knowledge_docs = ctx.table(knowledge::TABLE).await?.count().await?;
 
@@ -150,14 +152,19 @@ fn user_missing(uid: &str, users: &HashSet<String>, timelines: &HashSet<String>)
 async fn answer_missing(ctx: &datafusion::prelude::SessionContext, q: &QueryRow) -> Result<Option<String>> {
     let answer = q.reference.clone().unwrap_or_default();
     let filter = match (&q.uid, &q.topic) {
-        (Some(uid), _) => {
-            col(posts::source).eq(lit(PostSource::Weibo.as_str())).and(col(posts::bucket).eq(lit(buckets::weibo(uid)))).and(col(posts::uid).eq(lit(uid.clone())))
+        (Some(uid), _) => col(posts::source)
+            .eq(lit(PostSource::Weibo.as_str()))
+            .and(col(posts::bucket).eq(lit(buckets::weibo(uid))))
+            .and(col(posts::uid).eq(lit(uid.clone()))),
+        (None, Some(topic)) => {
+            col(posts::source).eq(lit(PostSource::Topic.as_str())).and(col(posts::bucket).eq(lit(buckets::topic(topic))))
         }
-        (None, Some(topic)) => col(posts::source).eq(lit(PostSource::Topic.as_str())).and(col(posts::bucket).eq(lit(buckets::topic(topic)))),
         (None, None) => return Ok(None),
     };
-    let df =
-        ctx.table(posts::TABLE).await?.filter(filter.and(datafusion::functions::expr_fn::strpos(col(posts::content), lit(answer)).gt(lit(0))))?;
+    let df = ctx
+        .table(posts::TABLE)
+        .await?
+        .filter(filter.and(datafusion::functions::expr_fn::strpos(col(posts::content), lit(answer)).gt(lit(0))))?;
     let found = df.count().await?;
     Ok((found == 0).then(|| "the reference answer is not stated in any of its posts".to_string()))
 }

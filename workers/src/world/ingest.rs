@@ -38,10 +38,10 @@ use serde::{Deserialize, Serialize};
 use some_jobs::release::{Release, ReleaseFile, ReleasePart};
 use some_schemas::{Job, JobKind, JobMessage, buckets};
 
+use super::{delete_world, guard_world};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::queue::Queue;
-use super::{delete_world, guard_world};
 
 /// What an ingestion reads, recorded when it is planned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,8 +277,7 @@ async fn stage(lake: &Lake, id: &str, unit: u32, files: Vec<ReleaseFile>) -> Res
         }
         Ok::<_, some_jobs::InputError>(all)
     })
-    .await
-    ??;
+    .await??;
     let mut txn = lake.txn_in(id, &format!("u{unit:06}"));
     txn.write_rows(part.posts).await?;
     txn.write_rows(part.users).await?;

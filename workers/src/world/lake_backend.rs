@@ -16,7 +16,9 @@ use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 use futures::TryStreamExt;
 use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, WorldBackend};
-use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts};
+use some_schemas::{
+    EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts,
+};
 use tokio::sync::OnceCell;
 
 use crate::lake::Lake;
@@ -112,8 +114,10 @@ impl LakeBackend {
                 return Ok(entry.1.clone());
             }
         }
-        let filter =
-            col(embeddings::collection).eq(lit(posts::TABLE)).and(col(embeddings::model).eq(lit(model.to_string()))).and(col(embeddings::bucket).eq(lit(bucket.to_string())));
+        let filter = col(embeddings::collection)
+            .eq(lit(posts::TABLE))
+            .and(col(embeddings::model).eq(lit(model.to_string())))
+            .and(col(embeddings::bucket).eq(lit(bucket.to_string())));
         let rows: Vec<EmbeddingRow> = self.rows(filter, vec![]).await?;
         let map: HashMap<String, Vec<f32>> =
             rows.iter().map(|r| Ok((r.id.clone(), decode_vector(r)?))).collect::<Result<_, BackendError>>()?;

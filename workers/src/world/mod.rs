@@ -25,7 +25,9 @@ use some_jobs::progress::Progress;
 use some_jobs::release::ReleaseWriter;
 use some_jobs::synth::World;
 use some_schemas::row::ColumnValue;
-use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryId, QueryRow, RefPostRow, Row, TableDef, UserRow, posts, queries};
+use some_schemas::{
+    EmbeddingRow, KnowledgeRow, PostRow, PostSource, QueryId, QueryRow, RefPostRow, Row, TableDef, UserRow, posts, queries,
+};
 
 use crate::error::{Error, Result};
 use crate::lake::{Lake, Txn, encode_parquet};

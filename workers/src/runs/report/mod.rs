@@ -16,8 +16,8 @@ use some_schemas::{QueryId, RunId, Task};
 pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
 pub use render::{html, text};
 
-use super::results::{FinalResult, RunRows, read_run};
 use super::record::load_run;
+use super::results::{FinalResult, RunRows, read_run};
 use super::spec::{JudgingSpec, RunSpec};
 use crate::error::Result;
 use crate::lake::Lake;
@@ -86,7 +86,13 @@ pub async fn build(lake: &Lake, run_id: &RunId, judging: &str) -> Result<Report>
 }
 
 /// The report of a run from its rows and the queries' labels.
-pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &RunRows, labels: &HashMap<QueryId, Option<String>>) -> Report {
+pub fn summarize(
+    spec: RunSpec,
+    judging: JudgingSpec,
+    cancelled: bool,
+    rows: &RunRows,
+    labels: &HashMap<QueryId, Option<String>>,
+) -> Report {
     let finals = rows.finals(&judging.judging);
     let unscored = rows.final_episodes().len() - finals.len();
     let mut tasks = Vec::new();
@@ -96,9 +102,7 @@ pub fn summarize(spec: RunSpec, judging: JudgingSpec, cancelled: bool, rows: &Ru
             continue;
         }
         let done: Vec<_> = planned.iter().filter_map(|q| finals.get(*q)).collect();
-        let mean = |f: &dyn Fn(&FinalResult) -> f64| {
-            (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64)
-        };
+        let mean = |f: &dyn Fn(&FinalResult) -> f64| (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64);
         let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(*q).and_then(|l| l.as_deref())).collect();
         tasks.push(TaskLine {
             task,
