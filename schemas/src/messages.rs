@@ -2,7 +2,8 @@
 //!
 //! A message names its work by id only (queries, files, partitions); the
 //! worker reads the details from the lake, so a message stays small and a
-//! redelivered message does the same work again.
+//! redelivered message does the same work again. Simulation shards are the
+//! exception ([`Job::Sim`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,10 +21,12 @@ pub enum JobKind {
     Ingest,
     /// Embedding posts or knowledge (compute workers).
     Embed,
+    /// Simulation agents: setting up and acting for a turn (LLM workers).
+    Sim,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 4] = [JobKind::Episode, JobKind::Judge, JobKind::Ingest, JobKind::Embed];
+    pub const ALL: [JobKind; 5] = [JobKind::Episode, JobKind::Judge, JobKind::Ingest, JobKind::Embed, JobKind::Sim];
 
     /// The queue this kind of job is published to.
     pub fn queue(self) -> &'static str {
@@ -32,6 +35,7 @@ impl JobKind {
             JobKind::Judge => "some.judge",
             JobKind::Ingest => "some.ingest",
             JobKind::Embed => "some.embed",
+            JobKind::Sim => "some.sim",
         }
     }
 }
@@ -100,6 +104,11 @@ pub enum Job {
     Ingest { ingestion: String, unit: u32 },
     /// Embed one partition of a collection.
     Embed { collection: String, model: String, partition: String },
+    /// One shard of a simulation run. Unlike the others it carries its
+    /// inputs (personas to set up, or the agents' feeds and memories at the
+    /// start of a turn, as JSON the simulation defines): they are the
+    /// coordinator's state, not rows of the lake.
+    Sim { run_id: RunId, shard_id: ShardId, payload: String },
 }
 
 impl Job {
@@ -109,13 +118,14 @@ impl Job {
             Job::Judge { .. } => JobKind::Judge,
             Job::Ingest { .. } => JobKind::Ingest,
             Job::Embed { .. } => JobKind::Embed,
+            Job::Sim { .. } => JobKind::Sim,
         }
     }
 
     /// The shard of a run the job is, if it is one.
     pub fn shard_id(&self) -> Option<&ShardId> {
         match self {
-            Job::Episodes { shard_id, .. } | Job::Judge { shard_id, .. } => Some(shard_id),
+            Job::Episodes { shard_id, .. } | Job::Judge { shard_id, .. } | Job::Sim { shard_id, .. } => Some(shard_id),
             Job::Ingest { .. } | Job::Embed { .. } => None,
         }
     }
@@ -127,6 +137,7 @@ impl Job {
             Job::Judge { judging, shard_id, .. } => format!("judge shard {shard_id} ({judging})"),
             Job::Ingest { ingestion, unit } => format!("ingestion {ingestion} unit {unit}"),
             Job::Embed { partition, .. } => format!("embedding {partition}"),
+            Job::Sim { shard_id, .. } => format!("simulation shard {shard_id}"),
         }
     }
 }

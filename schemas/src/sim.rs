@@ -8,9 +8,22 @@
 //! run touches only its folder. Names of tables, columns and enumerated
 //! values are spelled only here.
 
+use crate::ids::RunId;
 use crate::row::Timestamp;
 use crate::table;
-use crate::tables::TableDef;
+use crate::tables::{RunEvent, TableDef};
+
+table! {
+    /// A simulation run's lifecycle, as append-only events (`submitted`
+    /// with the spec, `cancelled`).
+    pub struct SimRunRow in sim_runs partitioned by [] {
+        run_id: RunId,
+        event: RunEvent,
+        at: Timestamp,
+        /// The run's spec as JSON.
+        spec: String,
+    }
+}
 
 table! {
     /// One agent of a run: its persona as loaded and enriched, and its plan.
@@ -56,7 +69,11 @@ table! {
         agent_id: i64,
         /// Order within the agent's turn; the platform applies by (agent_id, seq).
         seq: i32,
-        /// [`ActionKind`].
+        /// A browse's rows are numbered in the order of the feed; 0 for
+        /// every other action.
+        item: i32,
+        /// [`ActionKind`]. A browse is one row per post shown, all with the
+        /// browse's `seq`.
         action: String,
         post_id: Option<i64>,
         target_agent_id: Option<i64>,
@@ -103,6 +120,29 @@ table! {
         /// The platform state digest after the turn (hex SHA-256).
         state_digest: String,
         committed_at: Timestamp,
+        run_id: String,
+    }
+}
+
+table! {
+    /// What an agent decided in a turn, as the worker that ran its step
+    /// wrote it: one file per shard, written once (put-if-absent), so a
+    /// redelivered shard never adds a second answer. The turn's commit
+    /// applies these; `memory` is where a resumed run picks the agent up.
+    pub struct SimStepRow in sim_steps partitioned by [run_id] {
+        turn: i64,
+        agent_id: i64,
+        /// The step's actions in order, as JSON.
+        actions: String,
+        /// Topics and adopted knowledge of the posts written, as JSON.
+        posts: String,
+        /// The agent's memory after the step, as JSON.
+        memory: String,
+        /// Parts of the turn skipped because a reply could not be read, as JSON.
+        failures: String,
+        calls: i64,
+        prompt_tokens: i64,
+        completion_tokens: i64,
         run_id: String,
     }
 }
@@ -180,12 +220,14 @@ impl ActionStatus {
 /// The simulation tables, in the order `some sql` should list them (the
 /// lake registers them next to [`crate::ALL_TABLES`]).
 pub const SIM_TABLES: &[TableDef] = &[
+    TableDef::of::<SimRunRow>(),
     TableDef::of::<SimAgentRow>(),
     TableDef::of::<SimPostRow>(),
     TableDef::of::<SimActionRow>(),
     TableDef::of::<SimFollowRow>(),
     TableDef::of::<SimFeedRow>(),
     TableDef::of::<SimTurnRow>(),
+    TableDef::of::<SimStepRow>(),
 ];
 
 #[cfg(test)]
@@ -199,6 +241,7 @@ mod tests {
             turn: 3,
             agent_id: 7,
             seq: 0,
+            item: 0,
             action: ActionKind::Comment.as_str().into(),
             post_id: Some(12),
             target_agent_id: None,
@@ -209,14 +252,14 @@ mod tests {
         }];
         let batch = SimActionRow::to_batch(&rows).unwrap();
         assert_eq!(SimActionRow::from_batch(&batch).unwrap(), rows);
-        for t in SIM_TABLES {
+        for t in SIM_TABLES.iter().filter(|t| t.name != "sim_runs") {
             let schema = (t.schema)();
             assert_eq!(schema.fields().last().unwrap().name(), "run_id", "{}", t.name);
             assert!(crate::TableDef::named(t.name).is_none(), "{} must not shadow a benchmark table", t.name);
         }
         assert_eq!(
             SIM_TABLES.iter().map(|t| t.name).collect::<Vec<_>>(),
-            ["sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns"]
+            ["sim_runs", "sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns", "sim_steps"]
         );
     }
 

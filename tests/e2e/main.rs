@@ -9,5 +9,6 @@ mod lake;
 mod mcp;
 mod queries;
 mod served;
+mod sim;
 mod tools;
 mod world;

@@ -3,6 +3,7 @@
 
 pub mod fleet;
 pub mod scripted;
+pub mod sim;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

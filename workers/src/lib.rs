@@ -14,6 +14,8 @@
 //! The lifecycle of work:
 //! - [`runs`]: a run's record and results, running and judging its shards,
 //!   its report and comparisons;
+//! - [`sim`]: a simulation run: its record, the coordinator of its turns,
+//!   the shards its workers run, its state as the lake holds it;
 //! - [`coordinator`]: plans work and publishes it as jobs;
 //! - [`worker`]: the loop that takes a job, runs it, commits, acknowledges.
 //!
@@ -29,6 +31,7 @@ pub mod mcp;
 pub mod models;
 pub mod queue;
 pub mod runs;
+pub mod sim;
 pub mod worker;
 pub mod world;
 

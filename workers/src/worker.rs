@@ -1,5 +1,6 @@
 //! The worker loop: take a job from the queue (an episode shard, a judge
-//! shard, a unit of an ingestion, a partition to embed), run it, commit its
+//! shard, a unit of an ingestion, a partition to embed, a simulation
+//! shard), run it, commit its
 //! rows to the lake, and only then acknowledge it.
 //!
 //! What can go wrong, and what happens:
@@ -36,6 +37,8 @@ use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Delivery, Queue};
 use crate::runs::{JudgeRunner, RunSpec, Runner, load_run};
+use crate::sim::shard::ShardWork;
+use crate::sim::{SimRunner, load_sim};
 use crate::world::ingest::{UnitOutcome, run_unit};
 
 /// How a worker runs.
@@ -87,6 +90,8 @@ pub struct Worker {
     /// A judge per judging and endpoints, likewise.
     judges: Cache<JudgeRunner>,
     progress: Arc<dyn Progress>,
+    /// A simulation runner per run.
+    sims: Cache<SimRunner>,
     /// The built-in embedder, loaded by the first embedding job.
     embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
 }
@@ -99,6 +104,7 @@ impl Worker {
             config,
             runners: Cache::new(),
             judges: Cache::new(),
+            sims: Cache::new(),
             progress,
             embedder: tokio::sync::OnceCell::new(),
         })
@@ -199,7 +205,24 @@ impl Worker {
                 Ok(())
             }
             Job::Embed { collection, model, partition } => self.embed(collection, model, partition).await,
+            Job::Sim { run_id, payload, .. } => self.sim_shard(run_id, payload).await,
         }
+    }
+
+    /// Runs a simulation shard unless its run was cancelled.
+    async fn sim_shard(&self, run_id: &RunId, payload: &str) -> Result<()> {
+        let work = ShardWork::from_payload(payload)?;
+        let record = load_sim(&self.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "simulation cancelled: dropping its shard");
+            return Ok(());
+        }
+        let runner = self
+            .sims
+            .get_or_build(run_id.to_string(), SimRunner::for_spec(&self.lake, &record.spec, &self.config.client, self.config.threads))
+            .await
+            .map_err(|e| e.context(format!("cannot set up simulation {run_id}")))?;
+        runner.run_shard(&work, self.progress.as_ref()).await
     }
 
     /// Embeds one partition with the built-in embedder (loaded once).

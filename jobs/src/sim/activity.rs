@@ -114,6 +114,21 @@ impl Preset {
         }
     }
 
+    /// A handful of agents for a few turns, for the demo and smoke tests:
+    /// 3 initial agents with a seed post each, 3 regular agents, two stages
+    /// of 2 turns. The turns are the small hours of Monday, when few plans
+    /// browse: the most active agent (level 1) acts in every turn.
+    pub fn demo() -> Preset {
+        let stage = |browsing_authors| Stage { turns: 2, acting: AgentKind::Regular, browsing_authors };
+        Preset {
+            initial_agents: 3,
+            regular_agents: 3,
+            seed_posts: 3,
+            stages: vec![stage(AgentKind::Initial), stage(AgentKind::Regular)],
+            pareto_alpha: 2.0,
+        }
+    }
+
     pub fn agents(&self) -> u32 {
         self.initial_agents + self.regular_agents
     }

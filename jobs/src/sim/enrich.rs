@@ -12,9 +12,9 @@
 
 use serde_json::Value;
 
-use super::error::{ReplyError, excerpt, json_body};
+use super::error::{Answered, AskError, ReplyError, ask, json_body};
 use super::persona::{Persona, Profile};
-use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
+use crate::chat::ChatModel;
 
 const PROMPT: &str = include_str!("../../prompts/sim/enrich.txt");
 const WHAT: &str = "enrichment";
@@ -54,39 +54,9 @@ pub fn parse_profile(reply: &str) -> Result<Profile, ReplyError> {
     serde_json::from_value(value).map_err(|e| ReplyError::Unreadable { what: WHAT, cause: e.to_string() })
 }
 
-/// Why a persona could not be enriched.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum EnrichError {
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    #[error("no usable reply in {attempts} attempts; last: {last} (reply: {reply:?})")]
-    Reply { attempts: u32, last: ReplyError, reply: String },
-}
-
-/// An enriched profile and what it cost.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Enriched {
-    pub profile: Profile,
-    pub calls: u32,
-    pub usage: Usage,
-}
-
 /// Enriches one persona, asking again when a reply cannot be read.
-pub async fn enrich(model: &dyn ChatModel, persona: &Persona, max_attempts: u32, seed: Option<u64>) -> Result<Enriched, EnrichError> {
-    let request = ChatRequest { messages: vec![Message::user(prompt(persona))], seed, ..Default::default() };
-    let mut usage = Usage::default();
-    let mut last = None;
-    for attempt in 1..=max_attempts.max(1) {
-        let reply = model.chat(&request).await?;
-        usage.prompt_tokens += reply.usage.prompt_tokens;
-        usage.completion_tokens += reply.usage.completion_tokens;
-        match parse_profile(&reply.content) {
-            Ok(profile) => return Ok(Enriched { profile, calls: attempt, usage }),
-            Err(e) => last = Some((e, excerpt(&reply.content, 200))),
-        }
-    }
-    let (last, reply) = last.unwrap_or((ReplyError::Unreadable { what: WHAT, cause: "no attempt was made".into() }, String::new()));
-    Err(EnrichError::Reply { attempts: max_attempts.max(1), last, reply })
+pub async fn enrich(model: &dyn ChatModel, persona: &Persona, max_attempts: u32, seed: Option<u64>) -> Result<Answered<Profile>, AskError> {
+    ask(model, prompt(persona), max_attempts, seed, parse_profile).await
 }
 
 #[cfg(test)]
@@ -128,7 +98,7 @@ mod tests {
     fn enrichment_retries_then_reports_the_last_cause() {
         let model = Scripted::new(["not json", GOOD]);
         let got = futures::executor::block_on(enrich(&model, &persona(), 3, Some(7))).unwrap();
-        assert_eq!((got.calls, got.profile.age), (2, 34));
+        assert_eq!((got.calls, got.value.age), (2, 34));
         let sent = model.requests();
         assert!(sent[0].messages[0].content.contains("Description: a nurse who hikes\n"));
         assert_eq!(sent[0].seed, Some(7));
@@ -136,7 +106,7 @@ mod tests {
         let model = Scripted::new(["nope", "{\"name\": \"A\"}"]);
         let err = futures::executor::block_on(enrich(&model, &persona(), 2, None)).unwrap_err();
         match err {
-            EnrichError::Reply { attempts, last, reply } => {
+            AskError::Reply { attempts, last, reply } => {
                 assert_eq!(attempts, 2);
                 assert_eq!(last, ReplyError::MissingField { what: WHAT, field: "age".into() });
                 assert_eq!(reply, "{\"name\": \"A\"}");

@@ -59,6 +59,8 @@ pub mod plan;
 pub mod platform;
 pub mod quality;
 pub mod reflect;
+pub mod report;
+pub mod report_html;
 pub mod rows;
 pub mod step;
 pub mod tfidf;

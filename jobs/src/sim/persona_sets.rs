@@ -80,8 +80,12 @@ struct Table {
 }
 
 fn read_csv(path: &Path, required: &[&str], optional: &[&str]) -> Result<Table, InputError> {
-    let bytes = crate::json::read_file(path)?;
-    let mut reader = csv::ReaderBuilder::new().from_reader(bytes.as_slice());
+    parse_csv(path, &crate::json::read_file(path)?, required, optional)
+}
+
+/// [`read_csv`] of text already read; `path` names it in errors.
+fn parse_csv(path: &Path, bytes: &[u8], required: &[&str], optional: &[&str]) -> Result<Table, InputError> {
+    let mut reader = csv::ReaderBuilder::new().from_reader(bytes);
     let headers = reader.headers().map_err(|e| InputError::new(path, "line 1", format!("invalid CSV header: {e}")))?.clone();
     let mut columns = HashMap::new();
     for (i, h) in headers.iter().enumerate() {
@@ -194,7 +198,19 @@ pub fn load_oasis_twitter(path: &Path) -> Result<Vec<Persona>, InputError> {
 /// follow graph (each row `user_1,user_2,...` makes user_1 follow user_2;
 /// users are named by id, or by name in the 20-user demo file).
 pub fn load_recagent(users: &Path, relationships: Option<&Path>) -> Result<Vec<Persona>, InputError> {
-    let t = read_csv(users, &["id", "name", "age", "traits", "status"], &["gender", "interest", "feature", "observations"])?;
+    recagent(users, &crate::json::read_file(users)?, relationships)
+}
+
+/// RecAgent's 1,000 users (MIT licence, `data/personas/recagent/LICENSE`),
+/// built into the binary so a simulation runs without any file: what
+/// `some sim run` and the demo use unless given a persona set.
+pub fn builtin_recagent() -> Vec<Persona> {
+    const USERS: &str = include_str!("../../data/personas/recagent/user_1000.csv");
+    recagent(Path::new("<built-in recagent/user_1000.csv>"), USERS.as_bytes(), None).expect("the built-in persona set reads")
+}
+
+fn recagent(users: &Path, bytes: &[u8], relationships: Option<&Path>) -> Result<Vec<Persona>, InputError> {
+    let t = parse_csv(users, bytes, &["id", "name", "age", "traits", "status"], &["gender", "interest", "feature", "observations"])?;
     let mut out = Vec::with_capacity(t.rows.len());
     for (line, r) in &t.rows {
         let id: u32 = t.number(users, *line, r, "id")?;

@@ -83,3 +83,10 @@ fn malformed_persona_files_fail_naming_file_and_position() {
     assert_eq!(python_int_list("[1, 2]"), Some(vec![1, 2]));
     assert_eq!(python_int_list("['972651']"), Some(vec![972651]));
 }
+
+#[test]
+fn the_built_in_set_is_recagents_thousand_users() {
+    let p = builtin_recagent();
+    assert_eq!(p.len(), 1000);
+    assert_eq!(p, load_recagent(&shared("recagent/user_1000.csv"), None).unwrap());
+}

@@ -27,7 +27,8 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::error::{ReplyError, json_body};
+use super::error::{Answered, AskError, ReplyError, ask, json_body};
+use crate::chat::ChatModel;
 use super::ids::Turn;
 use super::persona::Persona;
 
@@ -58,6 +59,11 @@ pub struct Plan {
     pub reblog: f64,
     pub comment: f64,
     pub posts_per_week: u32,
+}
+
+/// Plans one agent, asking again when a reply is not a plan.
+pub async fn make(model: &dyn ChatModel, persona: &Persona, activity: f64, max_attempts: u32, seed: Option<u64>) -> Result<Answered<Plan>, AskError> {
+    ask(model, prompt(persona, activity), max_attempts, seed, Plan::parse).await
 }
 
 /// The planning prompt.
@@ -247,6 +253,14 @@ impl Plan {
             comment: comment.ok_or_else(|| missing("comment probability"))?,
             posts_per_week,
         })
+    }
+
+    /// A plan that never browses or posts by itself and reacts to nothing:
+    /// the plan of an agent that acts only when told to (an initial agent
+    /// writing its seed posts).
+    pub fn idle() -> Plan {
+        let never = Window { start: 24, end: 0 };
+        Plan { browse: never, post_days: Vec::new(), post_window: never, like: 0.0, reblog: 0.0, comment: 0.0, posts_per_week: 0 }
     }
 
     pub fn browsing_at(&self, turn: Turn) -> bool {

@@ -73,3 +73,10 @@ fn the_schema_requires_every_field() {
     assert_eq!(s["required"].as_array().unwrap().len(), 7);
     assert_eq!(s["additionalProperties"], false);
 }
+
+#[test]
+fn the_idle_plan_never_acts() {
+    let idle = Plan::idle();
+    assert!((0..168).all(|t| !idle.browsing_at(Turn(t)) && !idle.posting_at(Turn(t))));
+    assert_eq!(idle.quotas(10), (0, 0, 0));
+}

@@ -5,45 +5,93 @@
 use std::collections::HashMap;
 
 use some_schemas::Timestamp;
-use some_schemas::sim::{ActionStatus, AgentKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow};
+use some_schemas::sim::{ActionKind, ActionStatus, AgentKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow};
 
 use super::feed::Ranked;
-use super::ids::{AgentId, Turn};
+use super::ids::{AgentId, PostId, Turn};
 use super::persona::Persona;
 use super::plan::Plan;
-use super::platform::{Action, Outcome};
+use super::platform::{Action, AgentAction, Outcome};
 use super::step::PostNote;
 
-/// One row per action, applied or refused.
+/// One row per action, applied or refused; a browse is one row per post
+/// shown (`item` its place in the feed), so SQL counts posts browsed.
 pub fn action_rows(run_id: &str, turn: Turn, outcomes: &[Outcome]) -> Vec<SimActionRow> {
-    outcomes
-        .iter()
-        .map(|o| {
-            let (post_id, target, text) = match &o.action {
-                Action::Browse { .. } => (None, None, None),
-                Action::Like { post } | Action::Reblog { post } => (Some(post.0 as i64), None, None),
-                Action::Comment { post, text } => (Some(post.0 as i64), None, Some(text.clone())),
-                Action::Post { text } => (o.created.map(|p| p.0 as i64), None, Some(text.clone())),
-                Action::Follow { agent } => (None, Some(i64::from(agent.0)), None),
-            };
-            let (status, error) = match &o.result {
-                Ok(()) => (ActionStatus::Applied, None),
-                Err(e) => (ActionStatus::Failed, Some(e.to_string())),
-            };
-            SimActionRow {
-                turn: i64::from(turn.0),
-                agent_id: i64::from(o.agent.0),
-                seq: o.seq as i32,
-                action: o.action.kind().as_str().into(),
-                post_id,
-                target_agent_id: target,
-                text,
-                status: status.as_str().into(),
-                error,
-                run_id: run_id.into(),
+    let mut rows = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        let (status, error) = match &o.result {
+            Ok(()) => (ActionStatus::Applied, None),
+            Err(e) => (ActionStatus::Failed, Some(e.to_string())),
+        };
+        let row = |item: usize, post_id: Option<i64>, target: Option<i64>, text: Option<String>| SimActionRow {
+            turn: i64::from(turn.0),
+            agent_id: i64::from(o.agent.0),
+            seq: o.seq as i32,
+            item: item as i32,
+            action: o.action.kind().as_str().into(),
+            post_id,
+            target_agent_id: target,
+            text,
+            status: status.as_str().into(),
+            error: error.clone(),
+            run_id: run_id.into(),
+        };
+        match &o.action {
+            Action::Browse { posts } if posts.is_empty() => rows.push(row(0, None, None, None)),
+            Action::Browse { posts } => rows.extend(posts.iter().enumerate().map(|(i, p)| row(i, Some(p.0 as i64), None, None))),
+            Action::Like { post } | Action::Reblog { post } => rows.push(row(0, Some(post.0 as i64), None, None)),
+            Action::Comment { post, text } => rows.push(row(0, Some(post.0 as i64), None, Some(text.clone()))),
+            Action::Post { text } => rows.push(row(0, o.created.map(|p| p.0 as i64), None, Some(text.clone()))),
+            Action::Follow { agent } => rows.push(row(0, None, Some(i64::from(agent.0)), None)),
+        }
+    }
+    rows
+}
+
+/// The actions of committed turns read back from their rows, turn by turn
+/// in order, each turn's in (agent, seq) order: what replaying a run
+/// applies again. A row that does not describe an action is an error
+/// naming it: the table was written by something else.
+pub fn actions_from_rows(mut rows: Vec<SimActionRow>) -> Result<Vec<(Turn, Vec<AgentAction>)>, String> {
+    rows.sort_by_key(|r| (r.turn, r.agent_id, r.seq, r.item));
+    let mut turns: Vec<(Turn, Vec<AgentAction>)> = Vec::new();
+    for r in rows {
+        let at = || format!("sim_actions row (turn {}, agent {}, seq {}, item {})", r.turn, r.agent_id, r.seq, r.item);
+        let turn = Turn(u32::try_from(r.turn).map_err(|_| format!("{}: bad turn", at()))?);
+        let agent = AgentId(u32::try_from(r.agent_id).map_err(|_| format!("{}: bad agent id", at()))?);
+        let seq = u32::try_from(r.seq).map_err(|_| format!("{}: bad seq", at()))?;
+        let kind = ActionKind::parse(&r.action).ok_or_else(|| format!("{}: unknown action {:?}", at(), r.action))?;
+        let post = || r.post_id.map(|p| PostId(p as u64)).ok_or_else(|| format!("{}: a {} needs a post_id", at(), r.action));
+        let text = || r.text.clone().ok_or_else(|| format!("{}: a {} needs a text", at(), r.action));
+        if turns.last().is_none_or(|(t, _)| *t != turn) {
+            turns.push((turn, Vec::new()));
+        }
+        let actions = &mut turns.last_mut().expect("pushed above").1;
+        if kind == ActionKind::Browse {
+            if let Some(AgentAction { agent: a, seq: s, action: Action::Browse { posts } }) = actions.last_mut() {
+                if (*a, *s) == (agent, seq) {
+                    posts.extend(r.post_id.map(|p| PostId(p as u64)));
+                    continue;
+                }
             }
-        })
-        .collect()
+        }
+        let action = match kind {
+            ActionKind::Browse => Action::Browse { posts: r.post_id.map(|p| PostId(p as u64)).into_iter().collect() },
+            ActionKind::Like => Action::Like { post: post()? },
+            ActionKind::Reblog => Action::Reblog { post: post()? },
+            ActionKind::Comment => Action::Comment { post: post()?, text: text()? },
+            ActionKind::Post => Action::Post { text: text()? },
+            ActionKind::Follow => Action::Follow {
+                agent: AgentId(
+                    r.target_agent_id
+                        .and_then(|a| u32::try_from(a).ok())
+                        .ok_or_else(|| format!("{}: a follow needs a target_agent_id", at()))?,
+                ),
+            },
+        };
+        actions.push(AgentAction { agent, seq, action });
+    }
+    Ok(turns)
 }
 
 /// The posts and comments a turn created; `notes` by (agent, seq) give a post's topic and knowledge.
@@ -153,23 +201,20 @@ pub fn agent_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::ids::PostId;
-    use crate::sim::platform::{AgentAction, Platform};
+    use crate::sim::platform::Platform;
     use some_schemas::Row;
 
     #[test]
     fn a_turns_outcomes_become_rows() {
         let mut p = Platform::new();
         (0..2).for_each(|a| p.register(AgentId(a)));
-        let out = p.apply_turn(
-            Turn(3),
-            vec![
-                AgentAction { agent: AgentId(0), seq: 0, action: Action::Post { text: "hi".into() } },
-                AgentAction { agent: AgentId(1), seq: 0, action: Action::Comment { post: PostId(0), text: "yo".into() } },
-                AgentAction { agent: AgentId(1), seq: 1, action: Action::Follow { agent: AgentId(0) } },
-                AgentAction { agent: AgentId(1), seq: 2, action: Action::Like { post: PostId(9) } },
-            ],
-        );
+        let sent = vec![
+            AgentAction { agent: AgentId(0), seq: 0, action: Action::Post { text: "hi".into() } },
+            AgentAction { agent: AgentId(1), seq: 0, action: Action::Comment { post: PostId(0), text: "yo".into() } },
+            AgentAction { agent: AgentId(1), seq: 1, action: Action::Follow { agent: AgentId(0) } },
+            AgentAction { agent: AgentId(1), seq: 2, action: Action::Like { post: PostId(9) } },
+        ];
+        let out = p.apply_turn(Turn(3), sent.clone());
         let notes = HashMap::from([((AgentId(0), 0), PostNote { seq: 0, topic: "greetings".into(), knowledge: vec![4, 2] })]);
         let actions = action_rows("r", Turn(3), &out);
         assert_eq!(
@@ -177,6 +222,7 @@ mod tests {
             [("post", "applied", Some(0)), ("comment", "applied", Some(0)), ("follow", "applied", None), ("like", "failed", Some(9))]
         );
         assert_eq!(actions[3].error.as_deref(), Some("post 9 does not exist"));
+        assert_eq!(actions_from_rows(actions.clone()).unwrap(), vec![(Turn(3), sent)]);
         let posts = post_rows("r", Turn(3), &out, &notes);
         assert_eq!(
             (posts[0].topic.as_deref(), posts[0].knowledge.as_deref(), posts[1].parent_post_id),
@@ -191,5 +237,26 @@ mod tests {
         let persona = crate::sim::test_model::persona(0, "d");
         let a = agent_row("r", &persona, AgentKind::Initial, 0.5, None, None);
         assert_eq!((a.kind.as_str(), a.persona_source.as_str()), ("initial", "recagent"));
+    }
+
+    #[test]
+    fn browses_are_a_row_per_post_and_replay_in_feed_order_whatever_the_row_order() {
+        let mut p = Platform::new();
+        (0..3).for_each(|a| p.register(AgentId(a)));
+        p.apply_turn(Turn(0), (0..3).map(|i| AgentAction { agent: AgentId(0), seq: i, action: Action::Post { text: format!("p{i}") } }).collect());
+        let sent = vec![
+            AgentAction { agent: AgentId(1), seq: 0, action: Action::Browse { posts: vec![PostId(2), PostId(0), PostId(1)] } },
+            AgentAction { agent: AgentId(1), seq: 1, action: Action::Reblog { post: PostId(2) } },
+            AgentAction { agent: AgentId(2), seq: 0, action: Action::Browse { posts: vec![] } },
+            AgentAction { agent: AgentId(2), seq: 1, action: Action::Browse { posts: vec![PostId(1)] } },
+        ];
+        let out = p.apply_turn(Turn(1), sent.clone());
+        let mut rows = action_rows("r", Turn(1), &out);
+        assert_eq!(rows.len(), 6);
+        rows.reverse();
+        assert_eq!(actions_from_rows(rows.clone()).unwrap(), vec![(Turn(1), sent)]);
+        rows[0].action = "boost".into();
+        let err = actions_from_rows(rows).unwrap_err();
+        assert!(err.contains("unknown action \"boost\""), "{err}");
     }
 }

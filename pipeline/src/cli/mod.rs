@@ -18,6 +18,7 @@ mod progress;
 mod report;
 mod rerun;
 mod run;
+mod sim;
 mod sql;
 mod status;
 mod synth;
@@ -76,6 +77,9 @@ pub enum Command {
     Ingest(ingest::Ingest),
     /// Generate a world in which the lake's queries are answerable.
     Synth(synth::Synth),
+    /// The persona-driven social-media simulation: run, resume, status, cancel.
+    #[command(subcommand)]
+    Sim(sim::Sim),
     /// Run SQL over every table of the lake.
     Sql(sql::Sql),
     /// Check that the lake's world holds what every query needs.
@@ -107,6 +111,7 @@ impl Cli {
             Command::Compact(cmd) => cmd.run(&open(lake).await?).await,
             Command::Ingest(cmd) => cmd.run(&open(lake).await?).await,
             Command::Synth(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Sim(cmd) => cmd.run(&open(lake).await?).await,
             Command::Sql(cmd) => cmd.run(&open(lake).await?).await,
             Command::Check(cmd) => cmd.run(&open(lake).await?).await,
             Command::Embed(cmd) => cmd.run(&open(lake).await?).await,

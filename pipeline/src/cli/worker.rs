@@ -14,17 +14,17 @@ use super::progress::Bars;
 /// What a worker process takes from the queues.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum WorkerKind {
-    /// Agent episodes and judging (model calls).
+    /// Agent episodes, judging and simulation shards (model calls).
     Llm,
     /// Release ingestion and embedding.
     Compute,
 }
 
 impl WorkerKind {
-    fn jobs(self) -> [JobKind; 2] {
+    fn jobs(self) -> &'static [JobKind] {
         match self {
-            WorkerKind::Llm => [JobKind::Episode, JobKind::Judge],
-            WorkerKind::Compute => [JobKind::Ingest, JobKind::Embed],
+            WorkerKind::Llm => &[JobKind::Episode, JobKind::Judge, JobKind::Sim],
+            WorkerKind::Compute => &[JobKind::Ingest, JobKind::Embed],
         }
     }
 }
@@ -50,7 +50,7 @@ impl WorkerCmd {
         eprintln!(
             "worker {} consuming {} ({} jobs of each at once); Ctrl-C stops after the jobs in hand",
             some_workers::runs::worker_name(),
-            kinds.map(|k| k.queue()).join(" and "),
+            kinds.iter().map(|k| k.queue()).collect::<Vec<_>>().join(", "),
             self.flags.jobs.concurrency
         );
         tokio::signal::ctrl_c().await?;

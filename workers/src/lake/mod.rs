@@ -19,6 +19,7 @@
 //! whole transaction succeeded, so a reader never sees a half-written file and
 //! a failed import leaves no part of itself behind.
 
+mod once;
 mod sql;
 mod write;
 

@@ -7,6 +7,7 @@ use arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::prelude::{DataFrame, Expr, SessionConfig, SessionContext};
+use some_schemas::sim::SIM_TABLES;
 use some_schemas::{ALL_TABLES, Row, TableDef};
 
 use super::Lake;
@@ -24,7 +25,7 @@ impl Lake {
             .set_bool("datafusion.execution.parquet.reorder_filters", true);
         let ctx = SessionContext::new_with_config(config);
         ctx.register_object_store(&self.store_url, self.store.clone());
-        for table in ALL_TABLES {
+        for table in ALL_TABLES.iter().chain(SIM_TABLES) {
             ctx.register_table(table.name, self.listing_table(table)?)?;
         }
         Ok(ctx)

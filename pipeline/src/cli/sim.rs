@@ -1,0 +1,319 @@
+//! `some sim`: the persona-driven social-media simulation on the queue and
+//! the lake: run, resume, status, cancel, report.
+//!
+//! The process that runs `sim run` or `sim resume` is the run's
+//! coordinator: it decides each turn, publishes its shards and commits it.
+//! With `--queue memory` it also works the shards itself; with a broker,
+//! `some worker` processes do. Either way the lake is the state: kill the
+//! coordinator and `sim resume` goes on from the last committed turn.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand, ValueEnum};
+use some_jobs::sim::{BrowseMode, FeedSettings, MastodonDigest, Preset, StepSettings, Turn};
+use some_schemas::{JobKind, QueueLocation, RunEvent, RunId};
+use some_workers::Lake;
+use some_workers::queue::{MemoryQueue, Queue};
+use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
+use some_workers::worker::Worker;
+
+use super::flags::{DEFAULT_MODEL, ExecFlags};
+use super::progress::Bars;
+
+#[derive(Debug, Subcommand)]
+pub enum Sim {
+    /// Start a simulation run and drive it (this process is its coordinator).
+    Run(SimRun),
+    /// Go on with a run from its last committed turn.
+    Resume(SimResume),
+    /// Turns committed, the state digest, agents, steps of the turn in progress.
+    Status(SimStatus),
+    /// Stop a run: its coordinator stops before the next turn, workers drop its shards.
+    Cancel(SimCancel),
+}
+
+impl Sim {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        match self {
+            Sim::Run(cmd) => cmd.run(lake).await,
+            Sim::Resume(cmd) => cmd.run(lake).await,
+            Sim::Status(cmd) => cmd.run(lake).await,
+            Sim::Cancel(cmd) => cmd.run(lake).await,
+        }
+    }
+}
+
+/// The shape of a run.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PresetName {
+    /// The paper's experiment: 150 initial and 300 regular agents, 1,050
+    /// seed posts, two one-week stages (337 turns).
+    Paper,
+    /// A handful of agents for a few turns: what the demo runs.
+    Demo,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RankerName {
+    MastodonDigest,
+    Live,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BrowseName {
+    /// One model call per post shown (the paper).
+    PerPost,
+    /// One model call for the whole feed.
+    Batched,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RelevanceName {
+    Embedder,
+    Tfidf,
+}
+
+#[derive(Debug, Args)]
+pub struct SimRun {
+    #[arg(long, value_enum, default_value = "demo")]
+    pub preset: PresetName,
+    /// Initial (seeding) agents, instead of the preset's.
+    #[arg(long)]
+    pub initial: Option<u32>,
+    /// Regular (interacting) agents, instead of the preset's.
+    #[arg(long)]
+    pub regular: Option<u32>,
+    /// Seed posts in all, instead of the preset's.
+    #[arg(long)]
+    pub seed_posts: Option<u32>,
+    /// Turns (hours) of each stage, instead of the preset's.
+    #[arg(long)]
+    pub stage_turns: Option<u32>,
+    /// `builtin` (RecAgent's 1,000 users), `oasis-reddit:FILE`,
+    /// `oasis-twitter:FILE` or `recagent:USERS[,RELATIONSHIPS]`.
+    #[arg(long, default_value = "builtin", value_parser = parse_personas)]
+    pub personas: PersonaSet,
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// OpenAI-compatible base URLs, repeatable; none runs the built-in model here.
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+    /// Seeds activity levels, activation and the model's sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value = "per-post")]
+    pub browse: BrowseName,
+    #[arg(long, value_enum, default_value = "mastodon-digest")]
+    pub ranker: RankerName,
+    /// Where the dynamic persona's item relevance comes from.
+    #[arg(long, value_enum, default_value = "embedder")]
+    pub relevance: RelevanceName,
+    /// Posts shown per browse.
+    #[arg(long, default_value_t = 10)]
+    pub feed_limit: usize,
+    /// Skip persona enrichment (plan from the persona set's own description).
+    #[arg(long)]
+    pub no_enrich: bool,
+    /// Write posts without retrieving knowledge (the paper's "w/o KB").
+    #[arg(long)]
+    pub no_knowledge: bool,
+    /// Turn off reflection (and with it following).
+    #[arg(long)]
+    pub no_reflection: bool,
+    /// Agents per shard (the unit a worker runs and retries).
+    #[arg(long, default_value_t = 50)]
+    pub shard_size: usize,
+    #[arg(long)]
+    pub run_id: Option<RunId>,
+    /// Stop before this turn (resume later with `sim resume`).
+    #[arg(long)]
+    pub until: Option<u32>,
+    #[command(flatten)]
+    pub flags: ExecFlags,
+}
+
+fn parse_personas(s: &str) -> Result<PersonaSet, String> {
+    if s == "builtin" {
+        return Ok(PersonaSet::Builtin);
+    }
+    let (kind, path) = s.split_once(':').ok_or_else(|| format!("personas {s:?}: expected builtin or KIND:FILE"))?;
+    Ok(match kind {
+        "oasis-reddit" => PersonaSet::OasisReddit { path: path.into() },
+        "oasis-twitter" => PersonaSet::OasisTwitter { path: path.into() },
+        "recagent" => {
+            let (users, rel) = path.split_once(',').map_or((path, None), |(u, r)| (u, Some(PathBuf::from(r))));
+            PersonaSet::Recagent { users: users.into(), relationships: rel }
+        }
+        other => return Err(format!("personas {s:?}: unknown set {other:?} (oasis-reddit, oasis-twitter, recagent)")),
+    })
+}
+
+impl SimRun {
+    fn spec(&self) -> SimSpec {
+        let mut preset = match self.preset {
+            PresetName::Paper => Preset::paper(),
+            PresetName::Demo => Preset::demo(),
+        };
+        preset.initial_agents = self.initial.unwrap_or(preset.initial_agents);
+        preset.regular_agents = self.regular.unwrap_or(preset.regular_agents);
+        preset.seed_posts = self.seed_posts.unwrap_or(preset.seed_posts);
+        if let Some(turns) = self.stage_turns {
+            preset.stages.iter_mut().for_each(|s| s.turns = turns);
+        }
+        let run_id = self.run_id.clone().unwrap_or_else(RunId::new_dated);
+        let mut spec = SimSpec::new(run_id, &self.model, self.endpoints.clone(), preset, self.personas.clone());
+        spec.seed = self.seed;
+        spec.step = StepSettings {
+            browse: match self.browse {
+                BrowseName::PerPost => BrowseMode::PerPost,
+                BrowseName::Batched => BrowseMode::Batched,
+            },
+            seed: Some(self.seed),
+            reflection: !self.no_reflection,
+            ..StepSettings::default()
+        };
+        spec.feed = FeedSettings { limit: self.feed_limit, ..FeedSettings::default() };
+        spec.ranker = match self.ranker {
+            RankerName::MastodonDigest => FeedRanker::MastodonDigest(MastodonDigest::default()),
+            RankerName::Live => FeedRanker::Live,
+        };
+        spec.relevance = match self.relevance {
+            RelevanceName::Embedder => RelevanceSource::Embedder,
+            RelevanceName::Tfidf => RelevanceSource::Tfidf,
+        };
+        spec.enrich = !self.no_enrich;
+        spec.knowledge = !self.no_knowledge;
+        spec.shard_size = self.shard_size.max(1);
+        spec.concurrency = self.flags.calls.max(1);
+        spec
+    }
+
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let spec = self.spec();
+        // Fail before recording anything on what cannot work.
+        some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
+        spec.personas.cast(spec.preset.agents())?;
+        record_event(lake, &spec, RunEvent::Submitted).await?;
+        eprintln!(
+            "simulation {}: {} agents ({} initial), {} turns, model {}",
+            spec.run_id,
+            spec.preset.agents(),
+            spec.preset.initial_agents,
+            spec.preset.turns(),
+            spec.model
+        );
+        coordinate(lake, &spec, &self.flags, self.until).await
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SimResume {
+    pub run_id: RunId,
+    #[arg(long)]
+    pub until: Option<u32>,
+    #[command(flatten)]
+    pub flags: ExecFlags,
+}
+
+impl SimResume {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = load_sim(lake, &self.run_id).await?;
+        if record.cancelled {
+            anyhow::bail!("simulation {} was cancelled; start a new run", self.run_id);
+        }
+        coordinate(lake, &record.spec, &self.flags, self.until).await
+    }
+}
+
+/// Drives the run from where the lake has it; with the in-process queue,
+/// works its shards here too.
+async fn coordinate(lake: &Lake, spec: &SimSpec, flags: &ExecFlags, until: Option<u32>) -> anyhow::Result<ExitCode> {
+    let until = Until { turn: until.map(Turn) };
+    let started = std::time::Instant::now();
+    let progress = Arc::new(Bars::new());
+    let done = match &flags.jobs.queue {
+        QueueLocation::Amqp(_) => {
+            let queue = some_workers::queue::open(&flags.jobs.queue).await?;
+            eprintln!("publishing turns to {}; `some worker` processes run them", flags.jobs.queue);
+            drive(lake, queue.as_ref(), spec, until, progress.as_ref()).await?
+        }
+        QueueLocation::Memory => {
+            let queue = MemoryQueue::new(some_workers::queue::DELIVERY_LIMIT);
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let shared: Arc<dyn Queue> = Arc::new(queue.clone());
+            let worker = Worker::new(lake.clone(), shared, flags.worker(), progress.clone());
+            let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
+            let done = drive(lake, &queue, spec, until, progress.as_ref()).await;
+            let _ = stop.send(true);
+            let _ = working.await;
+            done?
+        }
+    };
+    print_drive(spec, &done, started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_drive(spec: &SimSpec, d: &Drive, secs: f64) {
+    let state = if d.cancelled {
+        "cancelled"
+    } else if d.finished {
+        "finished"
+    } else {
+        "stopped"
+    };
+    eprintln!(
+        "simulation {} {state}: {} turns and {} agent-turns in {secs:.1} s ({:.1} agent-turns/s); feeds {:.1} s, steps {:.1} s, commits {:.1} s",
+        spec.run_id,
+        d.turns,
+        d.agent_turns,
+        d.agent_turns as f64 / secs.max(1e-9),
+        d.feed_time.as_secs_f64(),
+        d.step_time.as_secs_f64(),
+        d.commit_time.as_secs_f64(),
+    );
+    println!("state digest {}", d.digest.as_deref().unwrap_or("-"));
+}
+
+#[derive(Debug, Args)]
+pub struct SimStatus {
+    pub run_id: RunId,
+}
+
+impl SimStatus {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = load_sim(lake, &self.run_id).await?;
+        let spec = &record.spec;
+        let p = some_workers::sim::state::progress(lake, spec).await?;
+        let flag = if record.cancelled { " (cancelled)" } else { "" };
+        let n = spec.preset.agents();
+        println!("simulation {}{flag}: {n} agents ({} initial) from {}", self.run_id, spec.preset.initial_agents, spec.personas);
+        println!("agents set up {} of {n}; setup failed for {}", p.agents_set_up, p.setup_failed);
+        println!("turns committed {} of {}", p.state.turns.len(), spec.preset.turns());
+        if let Some(t) = p.state.turns.last() {
+            println!("last turn {}: {} active, {} actions applied, {} refused", t.turn, t.active_agents, t.actions_applied, t.actions_failed);
+        }
+        if p.steps_in_progress > 0 {
+            println!("turn {} in progress: {} agent steps written", p.state.next_turn(), p.steps_in_progress);
+        }
+        println!("state digest {}", p.state.digest().unwrap_or("-"));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SimCancel {
+    pub run_id: RunId,
+}
+
+impl SimCancel {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = load_sim(lake, &self.run_id).await?;
+        if !record.cancelled {
+            record_event(lake, &record.spec, RunEvent::Cancelled).await?;
+        }
+        println!("simulation {} cancelled: its coordinator stops before the next turn; workers drop its shards", self.run_id);
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,288 @@
+//! The simulation's coordinator: a turn is one bulk-synchronous step.
+//!
+//! 1. From the state at the start of the turn, decide who acts (the
+//!    preset's stage, each agent's plan and Pareto level, seeded draws) and
+//!    rank each active agent's feed.
+//! 2. Publish the active agents in shards; workers run their steps and
+//!    write each shard's results once ([`super::shard`]).
+//! 3. Once every shard's results are there, apply all actions in (agent,
+//!    seq) order and commit the turn's rows, the `sim_turns` row last.
+//!
+//! Everything in step 1 is a function of the committed state and the seed,
+//! so a coordinator that starts again (after a crash, or `some sim
+//! resume`) publishes the same shards and finds the results already
+//! written; a redelivered shard finds its results and does nothing. A
+//! seeded run with a deterministic model therefore replays to the same
+//! digest, whatever was killed on the way.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use some_jobs::progress::Progress;
+use some_jobs::sim::feed::feed;
+use some_jobs::sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
+use some_jobs::sim::step::{PostNote, StepFailure};
+use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, Ranked, Ranker, Turn, activation};
+use some_schemas::sim::{SimAgentRow, SimFeedRow, SimStepRow};
+use some_schemas::{Job, JobKind, JobMessage, Timestamp};
+
+use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
+use super::spec::{FeedRanker, SimSpec, load_sim};
+use super::state::SimState;
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+use crate::queue::Queue;
+
+/// Where a run stopped, and where its time went.
+#[derive(Debug, Clone, Default)]
+pub struct Drive {
+    /// Turns committed by this call.
+    pub turns: u32,
+    /// The digest after the last committed turn.
+    pub digest: Option<String>,
+    /// Agent steps committed by this call.
+    pub agent_turns: u64,
+    pub cancelled: bool,
+    pub finished: bool,
+    /// Ranking feeds.
+    pub feed_time: Duration,
+    /// Waiting for the workers' steps.
+    pub step_time: Duration,
+    /// Applying the steps and committing the turns.
+    pub commit_time: Duration,
+}
+
+/// How far to go.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Until {
+    /// Stop before this turn (the preset's end if `None`).
+    pub turn: Option<Turn>,
+}
+
+/// Sets the run up if it is not, then runs turns from the last committed
+/// one until `until`, the preset's end or a cancellation.
+pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until, progress: &dyn Progress) -> Result<Drive> {
+    let mut state = SimState::load(lake, spec).await?;
+    if !state.set_up() {
+        set_up(lake, queue, spec, progress).await?;
+        state = SimState::load(lake, spec).await?;
+    }
+    let end = Turn(spec.preset.turns().min(until.turn.map_or(u32::MAX, |t| t.0)));
+    let mut out = Drive { digest: state.digest().map(str::to_string), ..Drive::default() };
+    let mut turn = state.next_turn();
+    while turn < end {
+        if load_sim(lake, &spec.run_id).await?.cancelled {
+            tracing::info!(run = %spec.run_id, turn = turn.0, "run cancelled: stopping");
+            out.cancelled = true;
+            return Ok(out);
+        }
+        let active = one_turn(lake, queue, spec, &mut state, turn, &mut out, progress).await?;
+        out.turns += 1;
+        out.agent_turns += active as u64;
+        out.digest = state.digest().map(str::to_string);
+        turn = turn.next();
+    }
+    out.finished = turn.0 >= spec.preset.turns();
+    Ok(out)
+}
+
+/// Publishes the setup shards that have no results yet and waits for all.
+async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn Progress) -> Result<()> {
+    let personas = spec.personas.cast(spec.preset.agents())?;
+    let levels = some_jobs::sim::pareto_levels(personas.len(), spec.preset.pareto_alpha, spec.seed);
+    let agents: Vec<NewAgent> = personas
+        .into_iter()
+        .zip(levels)
+        .map(|(persona, activity)| NewAgent { kind: spec.preset.kind_of(persona.id), persona, activity })
+        .collect();
+    progress.phase("agents set up", Some(agents.len() as u64));
+    let shards: Vec<ShardWork> = agents
+        .chunks(spec.shard_size.max(1))
+        .enumerate()
+        .map(|(i, chunk)| ShardWork::Setup { shard: i as u32, agents: chunk.to_vec() })
+        .collect();
+    let paths = publish(lake, queue, spec, &shards).await?;
+    let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths).await?;
+    let failed: Vec<&SimAgentRow> = rows.iter().flatten().filter(|r| r.error.is_some()).collect();
+    if let Some(first) = failed.first() {
+        tracing::warn!(failed = failed.len(), first = ?first.error, "agents whose setup failed take no part");
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Runs one turn; returns how many agents acted.
+async fn one_turn(
+    lake: &Lake,
+    queue: &dyn Queue,
+    spec: &SimSpec,
+    state: &mut SimState,
+    turn: Turn,
+    out: &mut Drive,
+    progress: &dyn Progress,
+) -> Result<usize> {
+    let started = Instant::now();
+    let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
+    let (agents, feeds) = plan_turn(spec, state, turn, phase);
+    out.feed_time += started.elapsed();
+    let shards: Vec<ShardWork> = agents
+        .chunks(spec.shard_size.max(1))
+        .enumerate()
+        .map(|(i, chunk)| ShardWork::Turn { turn, shard: i as u32, agents: chunk.to_vec() })
+        .collect();
+    progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
+    let waited = Instant::now();
+    let paths = publish(lake, queue, spec, &shards).await?;
+    let steps: Vec<SimStepRow> = wait_for(lake, queue, spec, &paths).await?.into_iter().flatten().collect();
+    out.step_time += waited.elapsed();
+
+    let committing = Instant::now();
+    let run = spec.run_id.as_str();
+    let mut actions: Vec<AgentAction> = Vec::new();
+    let mut notes: HashMap<(AgentId, u32), PostNote> = HashMap::new();
+    let mut failures = 0usize;
+    for s in &steps {
+        let agent = AgentId(s.agent_id as u32);
+        let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_steps of run {run}, turn {turn}, agent {agent}: {what}: {e}"));
+        let mine: Vec<AgentAction> = serde_json::from_str(&s.actions).map_err(|e| bad("the actions do not read", e))?;
+        if let Some(other) = mine.iter().find(|a| a.agent != agent) {
+            return Err(Error::Invalid(format!("sim_steps of run {run}, turn {turn}: agent {agent}'s step acts as agent {}", other.agent)));
+        }
+        actions.extend(mine);
+        let posts: Vec<PostNote> = serde_json::from_str(&s.posts).map_err(|e| bad("the post notes do not read", e))?;
+        notes.extend(posts.into_iter().map(|n| ((agent, n.seq), n)));
+        failures += serde_json::from_str::<Vec<StepFailure>>(&s.failures).map_err(|e| bad("the failures do not read", e))?.len();
+        state.memories.insert(agent, serde_json::from_str(&s.memory).map_err(|e| bad("the memory does not read", e))?);
+    }
+    let outcomes = state.platform.apply_turn(turn, actions);
+    let stage = match phase {
+        Phase::Seeding => 0,
+        Phase::Stage(n) => n,
+    };
+    let turn_row = turn_row(run, turn, stage, agents.len(), &outcomes, state.platform.history_digest(), Timestamp::now());
+    // One transaction per turn, named by the turn: a coordinator that died
+    // while committing writes the same files again. The turn row goes last.
+    let mut txn = lake.txn_in(&format!("sim-{run}-t{:06}", turn.0), "turn");
+    txn.write_rows(action_rows(run, turn, &outcomes)).await?;
+    txn.write_rows(post_rows(run, turn, &outcomes, &notes)).await?;
+    txn.write_rows(follow_rows(run, turn, &outcomes)).await?;
+    txn.write_rows(feeds).await?;
+    txn.write_rows(vec![turn_row.clone()]).await?;
+    txn.commit().await?;
+    state.turns.push(turn_row);
+    out.commit_time += committing.elapsed();
+    progress.finish();
+    let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
+    tracing::info!(turn = turn.0, active = agents.len(), actions = outcomes.len(), refused, unread_replies = failures, "turn committed");
+    Ok(agents.len())
+}
+
+/// Who acts in `turn`, with what feed and how many posts to write; and the
+/// feeds as rows.
+fn plan_turn(spec: &SimSpec, state: &SimState, turn: Turn, phase: Phase) -> (Vec<AgentTurn>, Vec<SimFeedRow>) {
+    let run = spec.run_id.as_str();
+    let memory = |a: AgentId| state.memories.get(&a).cloned().unwrap_or_default();
+    let Some(stage) = spec.preset.stage(phase) else {
+        // Seeding: initial agents write their seed posts, shown nothing.
+        let agents = state
+            .agents
+            .iter()
+            .map(|a| (a.persona.id, spec.preset.seed_posts_of(a.persona.id)))
+            .filter(|(_, posts)| *posts > 0)
+            .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent) })
+            .collect();
+        return (agents, Vec::new());
+    };
+    let authors: BTreeSet<AgentId> =
+        state.agents.iter().map(|a| a.persona.id).filter(|id| spec.preset.kind_of(*id) == stage.browsing_authors).collect();
+    let ranker_name;
+    let index = match spec.ranker {
+        FeedRanker::MastodonDigest(digest) => {
+            ranker_name = "mastodon_digest";
+            DigestIndex::build(&state.platform, digest, turn, &spec.feed, Some(&authors)).map(|i| (i, digest))
+        }
+        FeedRanker::Live => {
+            ranker_name = LiveFeed.name();
+            None
+        }
+    };
+    let rank = |viewer: AgentId| -> Vec<Ranked> {
+        match (&index, spec.ranker) {
+            (Some((index, _)), _) => index.feed(&state.platform, viewer),
+            (None, FeedRanker::MastodonDigest(d)) => feed(&state.platform, &d, viewer, turn, &spec.feed, Some(&authors)),
+            (None, FeedRanker::Live) => feed(&state.platform, &LiveFeed, viewer, turn, &spec.feed, Some(&authors)),
+        }
+    };
+    let mut agents = Vec::new();
+    let mut rows = Vec::new();
+    for a in &state.agents {
+        let id = a.persona.id;
+        let Some(plan) = a.plan.as_ref().filter(|_| spec.preset.kind_of(id) == stage.acting) else { continue };
+        let act = activation(spec.seed, id, a.level, plan, turn);
+        if !act.active {
+            continue;
+        }
+        let ranked = rank(id);
+        rows.extend(feed_rows(run, turn, id, ranker_name, &ranked));
+        let shown = ranked
+            .iter()
+            .filter_map(|r| state.platform.post(r.post))
+            .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.clone() })
+            .collect();
+        let posts = if act.posting { plan.posts_per_posting() } else { 0 };
+        agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id) });
+    }
+    (agents, rows)
+}
+
+/// Publishes the shards whose results are not written yet; returns every
+/// shard's results path.
+async fn publish(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, shards: &[ShardWork]) -> Result<Vec<String>> {
+    let mut paths = Vec::with_capacity(shards.len());
+    for work in shards {
+        let path = work.results_path(&spec.run_id);
+        if !lake.exists(&path).await? {
+            let job = Job::Sim { run_id: spec.run_id.clone(), shard_id: work.shard_id(&spec.run_id), payload: work.to_payload() };
+            queue.publish(JobKind::Sim, JobMessage::new(job).to_bytes()).await?;
+        }
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Waits until every file of `paths` is written and reads them; fails if a
+/// shard of this run is dead-lettered (resume once the cause is fixed).
+async fn wait_for<R: some_schemas::Row>(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, paths: &[String]) -> Result<Vec<Vec<R>>> {
+    let mut results: Vec<Option<Vec<R>>> = (0..paths.len()).map(|_| None).collect();
+    let mut pause = Duration::from_millis(5);
+    let mut last_dead_check = Instant::now();
+    loop {
+        for (slot, path) in results.iter_mut().zip(paths) {
+            if slot.is_none() {
+                *slot = read_results(lake, &spec.run_id, path).await?;
+            }
+        }
+        if results.iter().all(Option::is_some) {
+            return Ok(results.into_iter().flatten().collect());
+        }
+        if last_dead_check.elapsed() > Duration::from_secs(2) {
+            last_dead_check = Instant::now();
+            check_dead_letters(queue, spec).await?;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
+
+async fn check_dead_letters(queue: &dyn Queue, spec: &SimSpec) -> Result<()> {
+    for dead in queue.dead_letters(JobKind::Sim).await? {
+        let Ok(JobMessage { job: Job::Sim { run_id, shard_id, .. }, .. }) = JobMessage::from_bytes(&dead.body) else { continue };
+        if run_id == spec.run_id {
+            return Err(Error::Task(format!(
+                "simulation shard {shard_id} was dead-lettered: {}; fix the cause, then `some sim resume {run_id}`",
+                dead.reason
+            )));
+        }
+    }
+    Ok(())
+}

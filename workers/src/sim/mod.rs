@@ -1,0 +1,16 @@
+//! The persona-driven simulation on the pipeline: its spec and lifecycle
+//! ([`spec`]), the coordinator that runs turns ([`coordinator`]), the
+//! shards workers run ([`shard`], [`work`]), and a run's state as the lake
+//! holds it ([`state`]). The simulation itself (agents, platform, feeds,
+//! metrics) is `some_jobs::sim`, free of transport.
+
+pub mod coordinator;
+pub mod shard;
+pub mod spec;
+pub mod state;
+pub mod work;
+
+pub use coordinator::{Drive, Until, drive};
+pub use spec::{FeedRanker, PersonaSet, RelevanceSource, SimRecord, SimSpec, load_sim, record_event};
+pub use state::SimState;
+pub use work::SimRunner;

@@ -1,0 +1,175 @@
+//! What a simulation run was asked to do, and its lifecycle as the
+//! `sim_runs` table records it: every worker and every resumed coordinator
+//! rebuilds the run from these rows, never from a process's memory.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use datafusion::prelude::{col, lit};
+use serde::{Deserialize, Serialize};
+use some_jobs::sim::{AgentId, FeedSettings, MastodonDigest, Persona, Preset, StepSettings, persona_sets};
+use some_schemas::sim::{SimRunRow, sim_runs};
+use some_schemas::{RunEvent, RunId, Timestamp};
+
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// How feeds are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "ranker")]
+pub enum FeedRanker {
+    /// mastodon_digest, the paper's ranker.
+    MastodonDigest(MastodonDigest),
+    /// Newest first.
+    Live,
+}
+
+/// Where the dynamic persona's item relevance comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelevanceSource {
+    /// The built-in embedder (the paper's choice: an embedding model).
+    Embedder,
+    /// TF-IDF cosine: no model, for large runs and tests.
+    Tfidf,
+}
+
+/// Where a run's personas come from: read again by a coordinator that
+/// resumes a run whose agents were not all set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "set")]
+pub enum PersonaSet {
+    /// RecAgent's 1,000 users, built in.
+    Builtin,
+    /// OASIS's Reddit profile JSON.
+    OasisReddit { path: PathBuf },
+    /// OASIS's Twitter user CSV (follow graph and hourly activity).
+    OasisTwitter { path: PathBuf },
+    /// A RecAgent user CSV and, optionally, its relationship CSV.
+    Recagent { users: PathBuf, relationships: Option<PathBuf> },
+}
+
+impl PersonaSet {
+    /// The personas of agents `0..n`: agent `i` is the set's `i % len`-th
+    /// persona, so a set smaller than the run is used again (a repeat gets
+    /// `#k` after its username and no follows, which name the first copy).
+    pub fn cast(&self, n: u32) -> Result<Vec<Persona>> {
+        let set = match self {
+            PersonaSet::Builtin => persona_sets::builtin_recagent(),
+            PersonaSet::OasisReddit { path } => persona_sets::load_oasis_reddit(path)?,
+            PersonaSet::OasisTwitter { path } => persona_sets::load_oasis_twitter(path)?,
+            PersonaSet::Recagent { users, relationships } => persona_sets::load_recagent(users, relationships.as_deref())?,
+        };
+        if set.is_empty() {
+            return Err(Error::Invalid(format!("the persona set {self} has no persona")));
+        }
+        // Follows name source ids; agents are numbered by position.
+        let position: HashMap<AgentId, u32> = set.iter().enumerate().map(|(i, p)| (p.id, i as u32)).collect();
+        Ok((0..n)
+            .map(|i| {
+                let (copy, source) = (i as usize / set.len(), &set[i as usize % set.len()]);
+                let mut p = source.clone();
+                p.id = AgentId(i);
+                if copy == 0 {
+                    p.following = source.following.iter().filter_map(|f| position.get(f).map(|&j| AgentId(j))).filter(|f| f.0 < n).collect();
+                } else {
+                    p.username = format!("{}#{copy}", p.username);
+                    p.following.clear();
+                }
+                p
+            })
+            .collect())
+    }
+}
+
+impl std::fmt::Display for PersonaSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PersonaSet::Builtin => f.write_str("built-in RecAgent users"),
+            PersonaSet::OasisReddit { path } => write!(f, "OASIS Reddit profiles {}", path.display()),
+            PersonaSet::OasisTwitter { path } => write!(f, "OASIS Twitter users {}", path.display()),
+            PersonaSet::Recagent { users, .. } => write!(f, "RecAgent users {}", users.display()),
+        }
+    }
+}
+
+/// What a simulation run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimSpec {
+    pub run_id: RunId,
+    /// The agents' model and its endpoints (none: built in).
+    pub model: String,
+    pub endpoints: Vec<String>,
+    pub preset: Preset,
+    pub personas: PersonaSet,
+    /// Seeds the activity levels, the activation draws and the model's sampling.
+    pub seed: u64,
+    pub step: StepSettings,
+    pub feed: FeedSettings,
+    pub ranker: FeedRanker,
+    pub relevance: RelevanceSource,
+    /// Enrich each persona into the paper's fields before planning.
+    pub enrich: bool,
+    /// Retrieve knowledge from the lake's `knowledge` table when writing posts.
+    pub knowledge: bool,
+    /// Agents per shard.
+    pub shard_size: usize,
+    /// Agents of one shard acting at once.
+    pub concurrency: usize,
+}
+
+impl SimSpec {
+    /// A run of `preset` by `model` at `endpoints` with the paper's settings.
+    pub fn new(run_id: RunId, model: &str, endpoints: Vec<String>, preset: Preset, personas: PersonaSet) -> SimSpec {
+        SimSpec {
+            run_id,
+            model: model.into(),
+            endpoints,
+            preset,
+            personas,
+            seed: 0,
+            step: StepSettings::default(),
+            feed: FeedSettings::default(),
+            ranker: FeedRanker::MastodonDigest(MastodonDigest::default()),
+            relevance: RelevanceSource::Embedder,
+            enrich: true,
+            knowledge: true,
+            shard_size: 50,
+            concurrency: 8,
+        }
+    }
+}
+
+/// A simulation run as recorded.
+#[derive(Debug, Clone)]
+pub struct SimRecord {
+    pub spec: SimSpec,
+    pub cancelled: bool,
+}
+
+/// Records a lifecycle event of a run.
+pub async fn record_event(lake: &Lake, spec: &SimSpec, event: RunEvent) -> Result<()> {
+    let json = serde_json::to_string(spec).map_err(|e| Error::Invalid(format!("simulation spec: {e}")))?;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![SimRunRow { run_id: spec.run_id.clone(), event, at: Timestamp::now(), spec: json }]).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Reads a run's record; an unknown run is an error listing the known ones.
+pub async fn load_sim(lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
+    let ctx = lake.session()?;
+    let events: Vec<SimRunRow> = lake.read(&ctx, Some(col(sim_runs::run_id).eq(lit(run_id.as_str())))).await?;
+    let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
+        let all: Vec<SimRunRow> = lake.read(&ctx, None).await?;
+        let mut ids: Vec<&str> = all.iter().map(|r| r.run_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
+        return Err(Error::Unknown(format!("unknown simulation run {run_id:?}; simulation runs in this lake: {list}")));
+    };
+    let spec: SimSpec = serde_json::from_str(&submitted.spec)
+        .map_err(|e| Error::Invalid(format!("simulation run {run_id}: its stored spec does not read: {e}")))?;
+    let cancelled = events.iter().any(|e| e.event == RunEvent::Cancelled && e.at >= submitted.at);
+    Ok(SimRecord { spec, cancelled })
+}

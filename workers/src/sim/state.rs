@@ -1,0 +1,158 @@
+//! A run's state as the lake holds it: agents as set up, the platform
+//! rebuilt by replaying every committed turn's actions (each turn's digest
+//! checked against the one recorded with it), and each agent's memory from
+//! its last committed step. This is all a coordinator starts from, so a
+//! resumed run goes on exactly where the last committed turn left it.
+
+use std::collections::HashMap;
+
+use datafusion::prelude::{col, lit};
+use some_jobs::sim::rows::actions_from_rows;
+use some_jobs::sim::{AgentId, Memory, Persona, Plan, Platform, Turn, pareto_levels};
+use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
+
+use super::spec::SimSpec;
+use super::work::load_agents;
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// An agent as set up.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub persona: Persona,
+    /// `None` for agents that only seed, and for those whose setup failed.
+    pub plan: Option<Plan>,
+    pub level: f64,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone)]
+pub struct SimState {
+    /// Every agent of the run, once all are set up (else empty).
+    pub agents: Vec<Agent>,
+    pub platform: Platform,
+    pub memories: HashMap<AgentId, Memory>,
+    /// The turns committed so far, in order.
+    pub turns: Vec<SimTurnRow>,
+}
+
+impl SimState {
+    /// The first turn not committed yet.
+    pub fn next_turn(&self) -> Turn {
+        Turn(self.turns.len() as u32)
+    }
+
+    pub fn set_up(&self) -> bool {
+        !self.agents.is_empty()
+    }
+
+    /// The state digest after the last committed turn.
+    pub fn digest(&self) -> Option<&str> {
+        self.turns.last().map(|t| t.state_digest.as_str())
+    }
+
+    /// Reads and replays the run.
+    pub async fn load(lake: &Lake, spec: &SimSpec) -> Result<SimState> {
+        let run = spec.run_id.as_str();
+        let ctx = lake.session()?;
+        let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(lit(run)))).await?;
+        turns.sort_by_key(|t| t.turn);
+        // A turn is committed by its one `sim_turns` row, and turns commit
+        // in order; anything else was not written by a coordinator.
+        if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.turn != *i as i64) {
+            return Err(Error::Invalid(format!("sim_turns of run {run}: expected turn {i}, found turn {} (a turn is missing or repeated)", t.turn)));
+        }
+        let known = load_agents(lake, &spec.run_id).await?;
+        let n = spec.preset.agents();
+        if (known.len() as u32) < n {
+            if !turns.is_empty() {
+                return Err(Error::Invalid(format!("run {run} has committed turns but only {} of its {n} agents", known.len())));
+            }
+            return Ok(SimState { agents: Vec::new(), platform: Platform::new(), memories: HashMap::new(), turns });
+        }
+        let levels = pareto_levels(n as usize, spec.preset.pareto_alpha, spec.seed);
+        let mut agents = Vec::with_capacity(n as usize);
+        for (i, level) in levels.into_iter().enumerate() {
+            let (persona, plan) = known
+                .get(&AgentId(i as u32))
+                .cloned()
+                .ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})")))?;
+            agents.push(Agent { persona, plan, level });
+        }
+        let mut platform = initial_platform(&agents)?;
+        let last = turns.last().map_or(-1, |t| t.turn);
+        let filter = |turn_col: &str, run_col: &str| col(run_col).eq(lit(run)).and(col(turn_col).lt_eq(lit(last)));
+        let rows: Vec<SimActionRow> = lake.read(&ctx, Some(filter(sim_actions::turn, sim_actions::run_id))).await?;
+        let mut replayed = actions_from_rows(rows).map_err(Error::Invalid)?.into_iter().peekable();
+        for t in &turns {
+            let turn = Turn(t.turn as u32);
+            let actions = match replayed.peek() {
+                Some((at, _)) if *at == turn => replayed.next().map(|(_, a)| a).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            platform.apply_turn(turn, actions);
+            let digest = platform.history_digest();
+            if digest != t.state_digest {
+                return Err(Error::Invalid(format!(
+                    "replaying turn {} of run {run} gives state {digest}, the lake recorded {}: its sim_actions rows were changed, or written by another build",
+                    t.turn, t.state_digest
+                )));
+            }
+        }
+        let steps: Vec<SimStepRow> = lake.read(&ctx, Some(filter(sim_steps::turn, sim_steps::run_id))).await?;
+        let mut latest: HashMap<AgentId, SimStepRow> = HashMap::new();
+        for s in steps {
+            let agent = AgentId(s.agent_id as u32);
+            if latest.get(&agent).is_none_or(|l| l.turn < s.turn) {
+                latest.insert(agent, s);
+            }
+        }
+        let mut memories = HashMap::with_capacity(latest.len());
+        for (agent, s) in latest {
+            let memory: Memory = serde_json::from_str(&s.memory)
+                .map_err(|e| Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn)))?;
+            memories.insert(agent, memory);
+        }
+        Ok(SimState { agents, platform, memories, turns })
+    }
+}
+
+/// Where a run stands, as `some sim status` shows it.
+#[derive(Debug, Clone)]
+pub struct SimProgress {
+    pub state: SimState,
+    pub agents_set_up: usize,
+    pub setup_failed: usize,
+    /// Agent steps already written for the turn not yet committed.
+    pub steps_in_progress: usize,
+}
+
+/// Reads where a run stands.
+pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
+    let state = SimState::load(lake, spec).await?;
+    let run = lit(spec.run_id.as_str());
+    let ctx = lake.session()?;
+    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(run.clone()))).await?;
+    let next = i64::from(state.next_turn().0);
+    let pending: Vec<SimStepRow> = lake.read(&ctx, Some(col(sim_steps::run_id).eq(run).and(col(sim_steps::turn).eq(lit(next))))).await?;
+    Ok(SimProgress {
+        agents_set_up: agents.len(),
+        setup_failed: agents.iter().filter(|a| a.error.is_some()).count(),
+        steps_in_progress: pending.len(),
+        state,
+    })
+}
+
+/// Every agent's account and the persona set's follow graph, in agent order.
+fn initial_platform(agents: &[Agent]) -> Result<Platform> {
+    let mut platform = Platform::new();
+    agents.iter().for_each(|a| platform.register(a.persona.id));
+    for a in agents {
+        for f in &a.persona.following {
+            platform
+                .seed_follow(a.persona.id, *f)
+                .map_err(|e| Error::Invalid(format!("the follow graph of agent {}: {e}", a.persona.id)))?;
+        }
+    }
+    Ok(platform)
+}

@@ -1,0 +1,185 @@
+//! What an LLM worker does with a simulation shard: set agents up (enrich,
+//! plan) or run their steps for a turn, and write the results once.
+//!
+//! A reply the model keeps getting wrong is recorded (an agent row with its
+//! error, a step failure) and the shard goes on; a model or embedder that
+//! cannot be reached fails the shard, which is retried whole: nothing of it
+//! was written.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::prelude::{col, lit};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use some_jobs::chat::{ChatModel, Usage};
+use some_jobs::embed::Embedder;
+use some_jobs::progress::Progress;
+use some_jobs::sim::dynamic::Relevance;
+use some_jobs::sim::error::AskError;
+use some_jobs::sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step, enrich, plan};
+use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow, sim_agents};
+use some_schemas::{KnowledgeRow, RunId};
+use tokio::sync::OnceCell;
+
+use super::shard::{AgentTurn, NewAgent, ShardWork};
+use super::spec::{RelevanceSource, SimSpec};
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+use crate::llm::{ClientSettings, chat_model, installed_embedder};
+
+/// What the shards of one run need, built once per worker process.
+pub struct SimRunner {
+    lake: Lake,
+    spec: SimSpec,
+    model: Arc<dyn ChatModel>,
+    embedder: Option<Arc<dyn Embedder>>,
+    knowledge: Option<PassageStore>,
+    /// Personas and plans as set up; read at the first turn shard.
+    agents: OnceCell<HashMap<AgentId, (Persona, Option<Plan>)>>,
+}
+
+impl SimRunner {
+    pub async fn for_spec(lake: &Lake, spec: &SimSpec, client: &ClientSettings, threads: usize) -> Result<SimRunner> {
+        let model = chat_model(&spec.model, &spec.endpoints, client, threads)?;
+        let embedder = match spec.relevance {
+            RelevanceSource::Tfidf => None,
+            RelevanceSource::Embedder => Some(installed_embedder()?.ok_or_else(|| {
+                Error::Invalid("the run ranks persona items with the built-in embedder, which is not installed here: run `some models fetch`, or start the run with --relevance tfidf".into())
+            })?),
+        };
+        let knowledge = if spec.knowledge {
+            let rows: Vec<KnowledgeRow> = lake.read(&lake.session()?, None).await?;
+            if rows.is_empty() {
+                tracing::warn!("the lake has no knowledge rows: agents write posts without knowledge");
+            }
+            (!rows.is_empty()).then(|| PassageStore::from_knowledge(&rows))
+        } else {
+            None
+        };
+        Ok(SimRunner { lake: lake.clone(), spec: spec.clone(), model, embedder, knowledge, agents: OnceCell::new() })
+    }
+
+    /// Runs one shard unless its results are written already.
+    pub async fn run_shard(&self, work: &ShardWork, progress: &dyn Progress) -> Result<()> {
+        let run_id = &self.spec.run_id;
+        let path = work.results_path(run_id);
+        if self.lake.exists(&path).await? {
+            tracing::info!(shard = %work.shard_id(run_id), "results already written: nothing to do");
+            return Ok(());
+        }
+        let wrote = match work {
+            ShardWork::Setup { agents, .. } => {
+                let rows = self.each(agents.iter().map(|a| self.set_up(a).boxed()).collect()).await?;
+                progress.advance(agents.len() as u64);
+                self.lake.put_once(&path, rows).await?
+            }
+            ShardWork::Turn { agents, .. } => {
+                let known = self.agents().await?;
+                let rows = self.each(agents.iter().map(|a| self.step(known, work, a).boxed()).collect()).await?;
+                progress.advance(agents.len() as u64);
+                self.lake.put_once(&path, rows).await?
+            }
+        };
+        if !wrote {
+            tracing::info!(shard = %work.shard_id(run_id), "another worker wrote this shard first; its results stand");
+        }
+        Ok(())
+    }
+
+    /// Runs the agents' futures, `concurrency` at once; results in order.
+    async fn each<R>(&self, agents: Vec<BoxFuture<'_, Result<R>>>) -> Result<Vec<R>> {
+        futures::stream::iter(agents).buffered(self.spec.concurrency.max(1)).try_collect().await
+    }
+
+    async fn set_up(&self, new: &NewAgent) -> Result<SimAgentRow> {
+        let (settings, run_id) = (&self.spec.step, self.spec.run_id.as_str());
+        let mut persona = new.persona.clone();
+        let recorded = |e: AskError| match e {
+            AskError::Model(e) => Err(Error::Model(e)),
+            reply @ AskError::Reply { .. } => Ok(reply.to_string()),
+        };
+        let mut error = None;
+        if self.spec.enrich {
+            match enrich::enrich(self.model.as_ref(), &persona, settings.max_attempts, settings.seed).await {
+                Ok(done) => persona.profile = Some(done.value),
+                Err(e) => error = Some(format!("enrichment: {}", recorded(e)?)),
+            }
+        }
+        // Initial agents only write their seed posts: they need no plan.
+        let mut plan = None;
+        if error.is_none() && new.kind == AgentKind::Regular {
+            match plan::make(self.model.as_ref(), &persona, new.activity, settings.max_attempts, settings.seed).await {
+                Ok(done) => plan = Some(done.value),
+                Err(e) => error = Some(format!("planning: {}", recorded(e)?)),
+            }
+        }
+        Ok(some_jobs::sim::rows::agent_row(run_id, &persona, new.kind, new.activity, plan.as_ref(), error))
+    }
+
+    async fn step(&self, known: &HashMap<AgentId, (Persona, Option<Plan>)>, work: &ShardWork, turn: &AgentTurn) -> Result<SimStepRow> {
+        let ShardWork::Turn { turn: now, .. } = work else { unreachable!("steps run in turn shards") };
+        let (persona, plan) = known.get(&turn.agent).ok_or_else(|| {
+            Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id))
+        })?;
+        let idle = Plan::idle();
+        let input = StepInput {
+            persona,
+            plan: plan.as_ref().unwrap_or(&idle),
+            memory: &turn.memory,
+            turn: *now,
+            feed: &turn.feed,
+            posts: turn.posts,
+        };
+        let relevance = match &self.embedder {
+            Some(e) => Relevance::Embedder(e.as_ref()),
+            None => Relevance::TfIdf,
+        };
+        let ctx = StepContext { model: self.model.as_ref(), relevance, knowledge: self.knowledge.as_ref(), settings: &self.spec.step };
+        let step = agent_step(input, ctx).await.map_err(|e| match e {
+            some_jobs::sim::StepError::Model(e) => Error::Model(e),
+            some_jobs::sim::StepError::Embed(e) => Error::Embed(e),
+        })?;
+        Ok(step_row(&self.spec.run_id, *now, turn.agent, &step))
+    }
+
+    /// The run's agents as set up, read once.
+    async fn agents(&self) -> Result<&HashMap<AgentId, (Persona, Option<Plan>)>> {
+        self.agents.get_or_try_init(|| load_agents(&self.lake, &self.spec.run_id)).await
+    }
+}
+
+/// The step of one agent in one turn as its `sim_steps` row.
+fn step_row(run_id: &RunId, turn: some_jobs::sim::Turn, agent: AgentId, step: &some_jobs::sim::Step) -> SimStepRow {
+    let Usage { prompt_tokens, completion_tokens } = step.usage;
+    SimStepRow {
+        turn: i64::from(turn.0),
+        agent_id: i64::from(agent.0),
+        actions: json(&step.actions),
+        posts: json(&step.posts),
+        memory: json(&step.memory),
+        failures: json(&step.failures),
+        calls: i64::from(step.calls),
+        prompt_tokens: prompt_tokens as i64,
+        completion_tokens: completion_tokens as i64,
+        run_id: run_id.to_string(),
+    }
+}
+
+/// Plain data as JSON, which cannot fail.
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain data serializes")
+}
+
+/// The personas and plans of a run's agents, from `sim_agents`.
+pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId, (Persona, Option<Plan>)>> {
+    let rows: Vec<SimAgentRow> = lake.read(&lake.session()?, Some(col(sim_agents::run_id).eq(lit(run_id.as_str())))).await?;
+    let mut out = HashMap::with_capacity(rows.len());
+    for r in rows {
+        let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_agents of run {run_id}, agent {}: the {what} does not read: {e}", r.agent_id));
+        let persona: Persona = serde_json::from_str(&r.persona).map_err(|e| bad("persona", e))?;
+        let plan: Option<Plan> = r.plan.as_deref().map(serde_json::from_str).transpose().map_err(|e| bad("plan", e))?;
+        out.insert(persona.id, (persona, plan));
+    }
+    Ok(out)
+}
