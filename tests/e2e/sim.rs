@@ -67,6 +67,12 @@ fn a_seeded_simulation_replays_to_the_same_state_and_its_tables_answer_sql() {
     );
     assert_eq!(in_stage_one_from_regulars, 0, "stage one shows only the initial agents' posts");
 
+    let html = tempfile::NamedTempFile::new().unwrap();
+    let report = some(a, &[], &["sim", "report", "s1", "--no-embedder", "--judge-sample", "2", "--html", html.path().to_str().unwrap()]).ok();
+    assert!(report.stdout.contains("Table 1"), "{}", report.stdout);
+    let page = std::fs::read_to_string(html.path()).unwrap();
+    assert!(page.matches("<svg").count() >= 2, "the follower and actions-per-turn plots");
+
     let other = tempfile::tempdir().unwrap();
     let other = run(other.path().to_str().unwrap(), &small(&model.url, "memory", "s1", "8")).ok();
     assert_ne!(digest(&other), digest(&first), "another seed, another run");

@@ -2,7 +2,8 @@
 //! the built-in models, imports the real queries, generates a small world,
 //! embeds it, serves the built-in chat model over HTTP on loopback, runs
 //! queries of every task through that endpoint (the same client that talks
-//! to vLLM), judges them, and prints the report.
+//! to vLLM), judges them, and prints the report; then runs a small
+//! simulation through the same endpoint and prints its report.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +12,8 @@ use std::sync::Arc;
 use clap::Args;
 use some_jobs::queries;
 use some_jobs::synth::{Scale, SynthConfig, World};
-use some_schemas::QueueLocation;
+use some_schemas::{QueueLocation, RunId};
+use some_workers::sim::PersonaSet;
 use some_workers::Lake;
 use some_workers::embed::{EmbedTarget, MiniLm, embed};
 use some_workers::llm::serve::{Served, serve};
@@ -23,6 +25,19 @@ use some_workers::world::{ingest_queries, read_queries, world_posts, write_world
 use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
 use super::progress::Bars;
 use super::run::Run;
+use super::sim::{BrowseName, PresetName, RankerName, RelevanceName, SimReportCmd, SimRun};
+
+/// How the demo's simulation calls the served model: two calls at once.
+fn sim_flags(threads: usize) -> ExecFlags {
+    ExecFlags {
+        jobs: QueueFlags { queue: QueueLocation::Memory, concurrency: 1, deadline: 3600 },
+        calls: 2,
+        timeout: 600,
+        retries: 2,
+        cache: None,
+        threads,
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct Demo {
@@ -44,7 +59,7 @@ pub struct Demo {
 }
 
 fn step(n: u32, what: &str) {
-    eprintln!("[{n}/6] {what}");
+    eprintln!("[{n}/7] {what}");
 }
 
 impl Demo {
@@ -89,6 +104,7 @@ impl Demo {
         .await?;
         let endpoint = format!("http://{bound}/v1");
         eprintln!("      {endpoint}");
+        let run_endpoint = vec![endpoint];
 
         step(6, &format!("running {} query per task through that endpoint, judged by the same model", self.per_task));
         let run = Run {
@@ -97,7 +113,7 @@ impl Demo {
             sample: Some(self.per_task),
             sample_seed: 0,
             model: self.model.clone(),
-            endpoints: vec![endpoint],
+            endpoints: run_endpoint.clone(),
             judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0 },
             protocol: some_jobs::agent::Protocol::Text,
             max_llm_calls: self.max_llm_calls,
@@ -121,6 +137,43 @@ impl Demo {
             },
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;
+
+        step(7, "a small persona-driven simulation through the same endpoint: 6 agents, seeding and two stages of 2 turns");
+        let sim = SimRun {
+            preset: PresetName::Demo,
+            initial: None,
+            regular: None,
+            seed_posts: None,
+            stage_turns: None,
+            personas: PersonaSet::Builtin,
+            model: self.model.clone(),
+            endpoints: run_endpoint.clone(),
+            seed: 0,
+            browse: BrowseName::Batched,
+            ranker: RankerName::MastodonDigest,
+            relevance: RelevanceName::Embedder,
+            feed_limit: 3,
+            no_enrich: false,
+            no_knowledge: false,
+            no_reflection: false,
+            shard_size: 3,
+            run_id: Some(RunId(format!("sim-{}", RunId::new_dated()))),
+            until: None,
+            flags: sim_flags(threads),
+        };
+        let sim_id = sim.run_id.clone().expect("set above");
+        sim.run(lake).await?;
+        let report = SimReportCmd {
+            run_id: sim_id,
+            html: Some(self.html.with_extension("sim.html")),
+            json: false,
+            no_embedder: false,
+            judge_sample: 1,
+            judge_model: None,
+            judge_endpoints: Vec::new(),
+            flags: sim_flags(threads),
+        };
+        report.run(lake).await?;
         let _ = stop.send(());
         Ok(code)
     }

@@ -17,7 +17,9 @@ use some_schemas::{JobKind, QueueLocation, RunEvent, RunId};
 use some_workers::Lake;
 use some_workers::queue::{MemoryQueue, Queue};
 use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
+use some_workers::sim::report::{JudgeSpec, sim_report};
 use some_workers::worker::Worker;
+use some_jobs::sim::report::{render_html, render_text};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
 use super::progress::Bars;
@@ -32,6 +34,8 @@ pub enum Sim {
     Status(SimStatus),
     /// Stop a run: its coordinator stops before the next turn, workers drop its shards.
     Cancel(SimCancel),
+    /// The paper's metrics for a run, beside the paper's figures.
+    Report(SimReportCmd),
 }
 
 impl Sim {
@@ -41,6 +45,7 @@ impl Sim {
             Sim::Resume(cmd) => cmd.run(lake).await,
             Sim::Status(cmd) => cmd.run(lake).await,
             Sim::Cancel(cmd) => cmd.run(lake).await,
+            Sim::Report(cmd) => cmd.run(lake).await,
         }
     }
 }
@@ -314,6 +319,54 @@ impl SimCancel {
             record_event(lake, &record.spec, RunEvent::Cancelled).await?;
         }
         println!("simulation {} cancelled: its coordinator stops before the next turn; workers drop its shards", self.run_id);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SimReportCmd {
+    pub run_id: RunId,
+    /// Also write the report as self-contained HTML with its plots here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Print the report as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Leave out the built-in embedder's similarity (TF-IDF only).
+    #[arg(long)]
+    pub no_embedder: bool,
+    /// Texts per stage and kind rated by the LLM judge (0: no judge).
+    #[arg(long, default_value_t = 0)]
+    pub judge_sample: usize,
+    /// The judge (the run's model if not given).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    #[arg(long = "judge-endpoint")]
+    pub judge_endpoints: Vec<String>,
+    #[command(flatten)]
+    pub flags: ExecFlags,
+}
+
+impl SimReportCmd {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = load_sim(lake, &self.run_id).await?;
+        let spec = &record.spec;
+        let judge = (self.judge_sample > 0).then(|| {
+            let model = self.judge_model.clone().unwrap_or_else(|| spec.model.clone());
+            let endpoints = if self.judge_endpoints.is_empty() && model == spec.model { spec.endpoints.clone() } else { self.judge_endpoints.clone() };
+            JudgeSpec { model, endpoints, sample: self.judge_sample }
+        });
+        let worker = self.flags.worker();
+        let r = sim_report(lake, spec, !self.no_embedder, judge.as_ref(), &worker.client, worker.threads).await?;
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", render_text(&r));
+        }
+        if let Some(path) = &self.html {
+            std::fs::write(path, render_html(&r)).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            eprintln!("report written to {}", path.display());
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

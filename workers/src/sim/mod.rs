@@ -1,10 +1,11 @@
 //! The persona-driven simulation on the pipeline: its spec and lifecycle
 //! ([`spec`]), the coordinator that runs turns ([`coordinator`]), the
-//! shards workers run ([`shard`], [`work`]), and a run's state as the lake
-//! holds it ([`state`]). The simulation itself (agents, platform, feeds,
+//! shards workers run ([`shard`], [`work`]), a run's state as the lake
+//! holds it ([`state`]) and its report ([`report`]). The simulation itself (agents, platform, feeds,
 //! metrics) is `some_jobs::sim`, free of transport.
 
 pub mod coordinator;
+pub mod report;
 pub mod shard;
 pub mod spec;
 pub mod state;

@@ -1,0 +1,58 @@
+//! A run's report from the lake: the committed turns' rows (rows of a turn
+//! still being committed are left out), handed to `some_jobs::sim::report`.
+
+use datafusion::prelude::{Expr, col, lit};
+use some_jobs::sim::report::{self, Judge, ReportError, ReportInput, SimReport};
+use some_schemas::sim::{SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows, sim_posts, sim_turns};
+
+use super::spec::SimSpec;
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+use crate::llm::{ClientSettings, chat_model, installed_embedder};
+
+/// Who rates text quality, and how many texts per group.
+#[derive(Debug, Clone)]
+pub struct JudgeSpec {
+    pub model: String,
+    pub endpoints: Vec<String>,
+    pub sample: usize,
+}
+
+/// Builds the report of a run; `embedder` adds the embedder's similarity
+/// beside TF-IDF's.
+pub async fn sim_report(
+    lake: &Lake,
+    spec: &SimSpec,
+    embedder: bool,
+    judge: Option<&JudgeSpec>,
+    client: &ClientSettings,
+    threads: usize,
+) -> Result<SimReport> {
+    let ctx = lake.session()?;
+    let run = || lit(spec.run_id.as_str());
+    let turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(run()))).await?;
+    let last = turns.iter().map(|t| t.turn).max().unwrap_or(-1);
+    let committed = |run_col: &str, turn_col: &str| -> Option<Expr> { Some(col(run_col).eq(run()).and(col(turn_col).lt_eq(lit(last)))) };
+    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(run()))).await?;
+    let posts: Vec<SimPostRow> = lake.read(&ctx, committed(sim_posts::run_id, sim_posts::turn)).await?;
+    let actions: Vec<SimActionRow> = lake.read(&ctx, committed(sim_actions::run_id, sim_actions::turn)).await?;
+    let feeds: Vec<SimFeedRow> = lake.read(&ctx, committed(sim_feeds::run_id, sim_feeds::turn)).await?;
+    let follows: Vec<SimFollowRow> = lake.read(&ctx, committed(sim_follows::run_id, sim_follows::turn)).await?;
+    let input = ReportInput {
+        agents: &agents,
+        posts: &posts,
+        actions: &actions,
+        feeds: &feeds,
+        follows: &follows,
+        turns: &turns,
+        preset: &spec.preset,
+    };
+    let embedder = if embedder { installed_embedder()? } else { None };
+    let judge_model = judge.map(|j| chat_model(&j.model, &j.endpoints, client, threads)).transpose()?;
+    let judge = judge.zip(judge_model.as_ref()).map(|(j, model)| Judge { model: model.as_ref(), sample: j.sample });
+    report::build(input, embedder.as_deref(), judge).await.map_err(|e| match e {
+        ReportError::Row { .. } => Error::Invalid(format!("simulation {}: {e}", spec.run_id)),
+        ReportError::Embed(e) => Error::Embed(e),
+        ReportError::Judge(e) => Error::Model(e),
+    })
+}
