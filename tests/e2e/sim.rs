@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use some_tests::fleet::{Cluster, scalar, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_tests::sim::{answer, sim_model, sim_model_that_cannot_plan};
+use some_jobs::testing::sim_answer;
+use some_tests::sim::{prompt_of, sim_model, sim_model_that_cannot_plan};
 use some_tests::{Background, SomeRun, some, wait_until};
 
 /// A small run: 4 initial agents, 8 regular, two stages of 4 turns.
@@ -85,10 +86,7 @@ fn a_simulation_whose_coordinator_and_a_worker_are_killed_mid_turn_resumes_to_th
     let expected = digest(&run(reference.path().to_str().unwrap(), &small(&model.url, "memory", "k1", "3")).ok());
 
     // Slow replies, so the kill lands while a turn's shards are in flight.
-    let slow = ScriptedEndpoint::start(|_, body| {
-        let prompt = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default();
-        Reply::Delayed(Duration::from_millis(40), answer(prompt))
-    });
+    let slow = ScriptedEndpoint::start(|_, body| Reply::Delayed(Duration::from_millis(40), sim_answer(&prompt_of(body))));
     let c = Cluster::shared();
     let mut w1 = worker(&c.lake, &c.queue);
     let _w2 = worker(&c.lake, &c.queue);

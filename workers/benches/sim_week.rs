@@ -1,0 +1,131 @@
+//! Simulation throughput: 10,000 agents for one simulated week (168 turns:
+//! seeding, then two stages of 84) against an instant scripted model over
+//! HTTP, through the in-process queue and then through RabbitMQ with 2
+//! worker processes of the release `some` binary. Prints active
+//! agent-turns/s (target >= 5,000) and the share of the turn time spent
+//! ranking feeds and committing turns (target: together < 20%).
+//!
+//! `cargo bench -p some-workers --bench sim_week`; `SOME_BENCH_AGENTS` and
+//! `SOME_BENCH_TURNS` for a smaller run, `SOME_BENCH_QUEUE` for another
+//! broker, `SOME_BENCH_MODES=memory` to skip RabbitMQ.
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+use some_jobs::chat::ChatResponse;
+use some_jobs::progress::NoProgress;
+use some_jobs::sim::{BrowseMode, Preset, Stage};
+use some_jobs::testing::{ScriptedModel, sim_answer};
+use some_schemas::sim::AgentKind;
+use some_schemas::{JobKind, RunEvent, RunId};
+use some_workers::llm::serve::{Served, serve};
+use some_workers::queue::{MemoryQueue, Queue};
+use some_workers::sim::{PersonaSet, RelevanceSource, SimSpec, Until, drive, record_event};
+use some_workers::worker::{Worker, WorkerConfig};
+use some_workers::{Lake, LakeLocation};
+
+fn env(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let agents = env("SOME_BENCH_AGENTS", 10_000);
+    let turns = env("SOME_BENCH_TURNS", 168);
+    let modes = std::env::var("SOME_BENCH_MODES").unwrap_or_else(|_| "memory,amqp".into());
+    let queue_url = std::env::var("SOME_BENCH_QUEUE").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let model = ScriptedModel::new("instant", |request| {
+        let prompt = request.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+        Ok(ChatResponse { content: sim_answer(prompt), model: "instant".into(), ..Default::default() })
+    });
+    let addr: SocketAddr = serve(Served { chat: Arc::new(model), embedder: None }, "127.0.0.1:0".parse()?, std::future::pending()).await?;
+    let endpoint = format!("http://{addr}/v1");
+    let initial = agents / 10;
+    let stage = |turns, browsing_authors| Stage { turns, acting: AgentKind::Regular, browsing_authors };
+    let preset = Preset {
+        initial_agents: initial,
+        regular_agents: agents - initial,
+        seed_posts: initial * 2,
+        stages: vec![stage(turns / 2, AgentKind::Initial), stage(turns - turns / 2, AgentKind::Regular)],
+        pareto_alpha: 2.0,
+    };
+    for mode in modes.split(',') {
+        let dir = tempfile::tempdir()?;
+        let lake = Lake::open(&LakeLocation::Local(dir.path().join("lake"))).await?;
+        let mut spec = SimSpec::new(RunId(format!("bench-{mode}")), "instant", vec![endpoint.clone()], preset.clone(), PersonaSet::Builtin);
+        spec.enrich = false;
+        spec.knowledge = false;
+        spec.relevance = RelevanceSource::Tfidf;
+        spec.step.browse = BrowseMode::Batched;
+        spec.shard_size = 250;
+        spec.concurrency = 64;
+        record_event(&lake, &spec, RunEvent::Submitted).await?;
+        let config = WorkerConfig {
+            concurrency: 4,
+            deadline: std::time::Duration::from_secs(600),
+            client: some_workers::llm::ClientSettings { concurrency: 256, ..Default::default() },
+            threads: 1,
+        };
+        // Setup (planning every agent) first, so the week is timed alone.
+        let setup = Until { turn: Some(some_jobs::sim::Turn(0)) };
+        let (week, setup_secs, secs) = if mode == "memory" {
+            let queue = MemoryQueue::new(some_workers::queue::DELIVERY_LIMIT);
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let shared: Arc<dyn Queue> = Arc::new(queue.clone());
+            let worker = Worker::new(lake.clone(), shared, config, Arc::new(NoProgress));
+            let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
+            let started = Instant::now();
+            drive(&lake, &queue, &spec, setup, &NoProgress).await?;
+            let setup_secs = started.elapsed().as_secs_f64();
+            let started = Instant::now();
+            let week = drive(&lake, &queue, &spec, Until::default(), &NoProgress).await?;
+            let secs = started.elapsed().as_secs_f64();
+            let _ = stop.send(true);
+            let _ = working.await;
+            (week, setup_secs, secs)
+        } else {
+            let target = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| "target".into());
+            let bin = std::env::var("SOME_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| target.join("release/some"));
+            if !bin.is_file() {
+                return Err(format!("{} is missing: run `cargo build --release -p some` first (or set SOME_BIN)", bin.display()).into());
+            }
+            let queue = some_workers::queue::open(&queue_url.parse()?).await?;
+            let lake_dir = dir.path().join("lake");
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    Command::new(&bin)
+                        .args(["--lake", lake_dir.to_str().expect("utf-8 path"), "worker", "--queue", &queue_url])
+                        .args(["--concurrency", "4", "--calls", "256"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                })
+                .collect::<Result<_, _>>()?;
+            let started = Instant::now();
+            drive(&lake, queue.as_ref(), &spec, setup, &NoProgress).await?;
+            let setup_secs = started.elapsed().as_secs_f64();
+            let started = Instant::now();
+            let week = drive(&lake, queue.as_ref(), &spec, Until::default(), &NoProgress).await?;
+            let secs = started.elapsed().as_secs_f64();
+            for mut w in workers {
+                let _ = w.kill();
+                let _ = w.wait();
+            }
+            (week, setup_secs, secs)
+        };
+        let per_turn = |d: std::time::Duration| d.as_secs_f64() * 1000.0 / f64::from(week.turns.max(1));
+        let share = (week.feed_time + week.commit_time).as_secs_f64() / secs.max(1e-9) * 100.0;
+        println!(
+            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 5,000); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms; feeds + commits {share:.1}% of the week (target < 20%)",
+            week.turns,
+            week.agent_turns,
+            week.agent_turns as f64 / secs.max(1e-9),
+            per_turn(week.feed_time),
+            per_turn(week.step_time),
+            per_turn(week.commit_time),
+        );
+    }
+    Ok(())
+}
