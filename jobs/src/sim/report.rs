@@ -36,7 +36,6 @@ use some_schemas::sim::{
     sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
-pub use super::report_html::{render_html, render_text};
 
 use super::activity::{Phase, Preset};
 use super::error::excerpt;

@@ -4,6 +4,7 @@
 use some_schemas::Timestamp;
 
 use super::*;
+use crate::sim::report_html::{render_html, render_text};
 use crate::sim::activity::Stage;
 use crate::sim::test_model;
 use crate::testing::{ScriptedModel, reply, unreachable};

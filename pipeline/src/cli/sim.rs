@@ -19,7 +19,7 @@ use some_workers::queue::{MemoryQueue, Queue};
 use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
 use some_workers::sim::report::{JudgeSpec, sim_report};
 use some_workers::worker::Worker;
-use some_jobs::sim::report::{render_html, render_text};
+use some_jobs::sim::report_html::{render_html, render_text};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
 use super::progress::Bars;
