@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use some_jobs::chat::ChatResponse;
 use some_jobs::progress::NoProgress;
-use some_jobs::sim::{BrowseMode, Preset, Stage};
+use some_jobs::sim::activity::Stage;
+use some_jobs::sim::{BrowseMode, Preset};
 use some_jobs::testing::{ScriptedModel, sim_answer};
 use some_schemas::sim::AgentKind;
 use some_schemas::{JobKind, RunEvent, RunId};
