@@ -27,8 +27,8 @@ use super::progress::Bars;
 use super::run::Run;
 use super::sim::{BrowseName, PresetName, RankerName, RelevanceName, SimReportCmd, SimRun};
 
-/// How the demo's simulation calls the served model: two calls at once.
-fn sim_flags(threads: usize) -> ExecFlags {
+/// How the demo calls the served model: in-process queue, two calls at once.
+fn demo_flags(threads: usize) -> ExecFlags {
     ExecFlags {
         jobs: QueueFlags { queue: QueueLocation::Memory, concurrency: 1, deadline: 3600 },
         calls: 2,
@@ -127,14 +127,7 @@ impl Demo {
             run_id: None,
             html: None,
             wait: false,
-            flags: ExecFlags {
-                jobs: QueueFlags { queue: QueueLocation::Memory, concurrency: 1, deadline: 3600 },
-                calls: 2,
-                timeout: 600,
-                retries: 2,
-                cache: None,
-                threads,
-            },
+            flags: demo_flags(threads),
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;
 
@@ -159,7 +152,7 @@ impl Demo {
             shard_size: 3,
             run_id: Some(RunId(format!("sim-{}", RunId::new_dated()))),
             until: None,
-            flags: sim_flags(threads),
+            flags: demo_flags(threads),
         };
         let sim_id = sim.run_id.clone().expect("set above");
         sim.run(lake).await?;
@@ -171,7 +164,7 @@ impl Demo {
             judge_sample: 1,
             judge_model: None,
             judge_endpoints: Vec::new(),
-            flags: sim_flags(threads),
+            flags: demo_flags(threads),
         };
         report.run(lake).await?;
         let _ = stop.send(());
