@@ -20,11 +20,11 @@ use some_jobs::sim::activity::Stage;
 use some_jobs::sim::{BrowseMode, Preset};
 use some_jobs::testing::{ScriptedModel, sim_answer};
 use some_schemas::sim::AgentKind;
-use some_schemas::{JobKind, RunEvent, RunId};
+use some_schemas::{RunEvent, RunId};
 use some_workers::llm::serve::{Served, serve};
-use some_workers::queue::{MemoryQueue, Queue};
+use some_workers::coordinator::simulate_in_process;
 use some_workers::sim::{PersonaSet, RelevanceSource, SimSpec, Until, drive, record_event};
-use some_workers::worker::{Worker, WorkerConfig};
+use some_workers::worker::WorkerConfig;
 use some_workers::{Lake, LakeLocation};
 
 fn env(name: &str, default: u32) -> u32 {
@@ -72,19 +72,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Setup (planning every agent) first, so the week is timed alone.
         let setup = Until { turn: Some(some_jobs::sim::Turn(0)) };
         let (week, setup_secs, secs) = if mode == "memory" {
-            let queue = MemoryQueue::new(some_workers::queue::DELIVERY_LIMIT);
-            let (stop, stopped) = tokio::sync::watch::channel(false);
-            let shared: Arc<dyn Queue> = Arc::new(queue.clone());
-            let worker = Worker::new(lake.clone(), shared, config, Arc::new(NoProgress));
-            let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
             let started = Instant::now();
-            drive(&lake, &queue, &spec, setup, &NoProgress).await?;
+            simulate_in_process(&lake, &spec, setup, config.clone(), Arc::new(NoProgress)).await?;
             let setup_secs = started.elapsed().as_secs_f64();
             let started = Instant::now();
-            let week = drive(&lake, &queue, &spec, Until::default(), &NoProgress).await?;
+            let week = simulate_in_process(&lake, &spec, Until::default(), config, Arc::new(NoProgress)).await?;
             let secs = started.elapsed().as_secs_f64();
-            let _ = stop.send(true);
-            let _ = working.await;
             (week, setup_secs, secs)
         } else {
             let target = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| "target".into());

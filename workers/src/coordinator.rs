@@ -1,5 +1,5 @@
-//! The coordinator: turns a run, a judging, an ingestion or an embedding
-//! into messages on the queue, or runs them on this process through the
+//! The coordinator: turns a run, a judging, an ingestion, an embedding or a
+//! simulation into messages on the queue, or runs them on this process through the
 //! in-process queue and the same worker loop. What the work has done is read
 //! back from the lake ([`crate::runs::progress`]).
 
@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::queue::{DeadLetter, MemoryQueue, Queue};
 use crate::runs::{JudgingSpec, RunSpec};
+use crate::sim::{Drive, SimSpec, Until, drive};
 use crate::worker::{Worker, WorkerConfig};
 use crate::world::{ImportReport, ingest};
 
@@ -136,6 +137,25 @@ pub async fn ingest_in_process(
         bytes: committed.bytes,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Drives a simulation on this process: the coordinator's turns, and a
+/// worker on the in-process queue working their shards.
+pub async fn simulate_in_process(
+    lake: &Lake,
+    spec: &SimSpec,
+    until: Until,
+    config: WorkerConfig,
+    progress: Arc<dyn Progress>,
+) -> Result<Drive> {
+    let queue = memory_queue();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
+    let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
+    let done = drive(lake, &queue, spec, until, progress.as_ref()).await;
+    let _ = stop.send(true);
+    let _ = working.await;
+    done
 }
 
 /// Publishes one embedding job per partition of `target`; returns how many.

@@ -5,21 +5,13 @@ use some_schemas::Timestamp;
 
 use super::*;
 use crate::sim::report_html::{render_html, render_text};
-use crate::sim::activity::Stage;
 use crate::sim::test_model;
 use crate::testing::{ScriptedModel, reply, unreachable};
 
 const RUN: &str = "r";
 
 fn preset() -> Preset {
-    let stage = |browsing_authors| Stage { turns: 2, acting: AgentKind::Regular, browsing_authors };
-    Preset {
-        initial_agents: 1,
-        regular_agents: 2,
-        seed_posts: 2,
-        stages: vec![stage(AgentKind::Initial), stage(AgentKind::Regular)],
-        pareto_alpha: 2.0,
-    }
+    Preset { initial_agents: 1, regular_agents: 2, seed_posts: 2, ..Preset::demo() }
 }
 
 fn agent(id: u32, kind: AgentKind, description: &str, following: &[u32]) -> SimAgentRow {

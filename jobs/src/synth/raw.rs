@@ -11,29 +11,9 @@ use super::unit_rng;
 /// A post of a location stream with the fields raw posts carry.
 pub(super) fn raw_post(id: String, at: Timestamp, area: &str, bucket: &str, content: String) -> PostRow {
     PostRow {
-        post_id: id,
         published_at: Some(at),
         area: Some(area.to_string()),
-        topic: None,
-        uid: None,
-        nickname: None,
-        platform: None,
-        title: None,
-        content,
-        description: None,
-        ocr: None,
-        location: None,
-        client: None,
-        reposts: None,
-        comments: None,
-        likes: None,
-        pic_num: None,
-        pictures: None,
-        video: None,
-        rca_list: None,
-        extra: None,
-        source: PostSource::Raw.as_str().to_string(),
-        bucket: bucket.to_string(),
+        ..PostRow::new(id, content, PostSource::Raw, bucket)
     }
 }
 

@@ -15,30 +15,15 @@ pub(super) fn generate(world: &World, index: usize) -> Vec<PostRow> {
     let k = super::plan::per_item(world.config.scale);
     let mut posts = Vec::with_capacity(topic.total as usize);
     let mut push = |rng: &mut rand_chacha::ChaCha8Rng, at: i64, title: Option<String>, content: String| {
+        // The id is drawn first: the world's draws keep their order.
+        let id = format!("{:016x}", rng.random::<u64>());
         posts.push(PostRow {
-            post_id: format!("{:016x}", rng.random::<u64>()),
             published_at: Some(Timestamp(at)),
-            area: None,
             topic: Some(topic.name.clone()),
-            uid: None,
             nickname: Some(nickname(rng)),
             platform: Some(pick(rng, PLATFORMS).to_string()),
             title,
-            content,
-            description: None,
-            ocr: None,
-            location: None,
-            client: None,
-            reposts: None,
-            comments: None,
-            likes: None,
-            pic_num: None,
-            pictures: None,
-            video: None,
-            rca_list: None,
-            extra: None,
-            source: PostSource::Topic.as_str().to_string(),
-            bucket: bucket.clone(),
+            ..PostRow::new(id, content, PostSource::Topic, bucket.clone())
         });
     };
     // Facts arrive in the order the summary tells them, as a stream would.

@@ -13,12 +13,10 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand, ValueEnum};
 use some_jobs::sim::{BrowseMode, FeedSettings, MastodonDigest, Preset, StepSettings, Turn};
-use some_schemas::{JobKind, QueueLocation, RunEvent, RunId};
+use some_schemas::{QueueLocation, RunEvent, RunId};
 use some_workers::Lake;
-use some_workers::queue::{MemoryQueue, Queue};
 use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
 use some_workers::sim::report::{JudgeSpec, sim_report};
-use some_workers::worker::Worker;
 use some_jobs::sim::report_html::{render_html, render_text};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
@@ -244,17 +242,7 @@ async fn coordinate(lake: &Lake, spec: &SimSpec, flags: &ExecFlags, until: Optio
             eprintln!("publishing turns to {}; `some worker` processes run them", flags.jobs.queue);
             drive(lake, queue.as_ref(), spec, until, progress.as_ref()).await?
         }
-        QueueLocation::Memory => {
-            let queue = MemoryQueue::new(some_workers::queue::DELIVERY_LIMIT);
-            let (stop, stopped) = tokio::sync::watch::channel(false);
-            let shared: Arc<dyn Queue> = Arc::new(queue.clone());
-            let worker = Worker::new(lake.clone(), shared, flags.worker(), progress.clone());
-            let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
-            let done = drive(lake, &queue, spec, until, progress.as_ref()).await;
-            let _ = stop.send(true);
-            let _ = working.await;
-            done?
-        }
+        QueueLocation::Memory => some_workers::coordinator::simulate_in_process(lake, spec, until, flags.worker(), progress).await?,
     };
     print_drive(spec, &done, started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)

@@ -50,17 +50,22 @@ async fn append(lake: &Lake, row: RunRow) -> Result<()> {
     Ok(())
 }
 
+/// The error for a run the lake does not hold, listing those it does.
+pub(crate) fn unknown_run<'a>(what: &str, run_id: &RunId, known: impl Iterator<Item = &'a RunId>) -> Error {
+    let mut ids: Vec<&str> = known.map(RunId::as_str).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
+    Error::Unknown(format!("unknown {what} {run_id:?}; {what}s in this lake: {list}"))
+}
+
 /// Reads a run's record; an unknown run is an error listing the known ones.
 pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
     let ctx = lake.session()?;
     let events: Vec<RunRow> = lake.read(&ctx, Some(col(runs::run_id).eq(lit(run_id.as_str())))).await?;
     let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
         let known: Vec<RunRow> = lake.read(&ctx, Some(col(runs::event).eq(lit(RunEvent::Submitted.as_str())))).await?;
-        let mut ids: Vec<&str> = known.iter().map(|r| r.run_id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
-        return Err(Error::Unknown(format!("unknown run {run_id:?}; runs in this lake: {list}")));
+        return Err(unknown_run("run", run_id, known.iter().map(|r| &r.run_id)));
     };
     let spec: RunSpec =
         serde_json::from_str(&submitted.spec).map_err(|e| Error::Invalid(format!("run {run_id}: its stored spec does not read: {e}")))?;

@@ -96,11 +96,7 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
         .map(|(persona, activity)| NewAgent { kind: spec.preset.kind_of(persona.id), persona, activity })
         .collect();
     progress.phase("agents set up", Some(agents.len() as u64));
-    let shards: Vec<ShardWork> = agents
-        .chunks(spec.shard_size.max(1))
-        .enumerate()
-        .map(|(i, chunk)| ShardWork::Setup { shard: i as u32, agents: chunk.to_vec() })
-        .collect();
+    let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
     let paths = publish(lake, queue, spec, &shards).await?;
     let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths).await?;
     let failed: Vec<&SimAgentRow> = rows.iter().flatten().filter(|r| r.error.is_some()).collect();
@@ -125,11 +121,7 @@ async fn one_turn(
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
     let (agents, feeds) = plan_turn(spec, state, turn, phase);
     out.feed_time += started.elapsed();
-    let shards: Vec<ShardWork> = agents
-        .chunks(spec.shard_size.max(1))
-        .enumerate()
-        .map(|(i, chunk)| ShardWork::Turn { turn, shard: i as u32, agents: chunk.to_vec() })
-        .collect();
+    let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Turn { turn, shard, agents });
     progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
     let waited = Instant::now();
     let paths = publish(lake, queue, spec, &shards).await?;
@@ -233,6 +225,13 @@ fn plan_turn(spec: &SimSpec, state: &SimState, turn: Turn, phase: Phase) -> (Vec
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id) });
     }
     (agents, rows)
+}
+
+/// `items` cut into the run's shards, numbered from 0 (the numbers name
+/// the shards' results files, so they must not depend on anything but the
+/// items and the spec).
+fn in_shards<T: Clone>(items: &[T], spec: &SimSpec, shard: impl Fn(u32, Vec<T>) -> ShardWork) -> Vec<ShardWork> {
+    items.chunks(spec.shard_size.max(1)).enumerate().map(|(i, chunk)| shard(i as u32, chunk.to_vec())).collect()
 }
 
 /// Publishes the shards whose results are not written yet; returns every

@@ -13,6 +13,7 @@ use some_schemas::{RunEvent, RunId, Timestamp};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;
+use crate::runs::record::unknown_run;
 
 /// How feeds are ranked.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -162,11 +163,7 @@ pub async fn load_sim(lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
     let events: Vec<SimRunRow> = lake.read(&ctx, Some(col(sim_runs::run_id).eq(lit(run_id.as_str())))).await?;
     let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
         let all: Vec<SimRunRow> = lake.read(&ctx, None).await?;
-        let mut ids: Vec<&str> = all.iter().map(|r| r.run_id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let list = if ids.is_empty() { "none yet".to_string() } else { ids.join(", ") };
-        return Err(Error::Unknown(format!("unknown simulation run {run_id:?}; simulation runs in this lake: {list}")));
+        return Err(unknown_run("simulation run", run_id, all.iter().map(|r| &r.run_id)));
     };
     let spec: SimSpec = serde_json::from_str(&submitted.spec)
         .map_err(|e| Error::Invalid(format!("simulation run {run_id}: its stored spec does not read: {e}")))?;

@@ -8,22 +8,13 @@ use std::collections::HashMap;
 
 use datafusion::prelude::{col, lit};
 use some_jobs::sim::rows::actions_from_rows;
-use some_jobs::sim::{AgentId, Memory, Persona, Plan, Platform, Turn, pareto_levels};
+use some_jobs::sim::{AgentId, Memory, Platform, Turn};
 use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
 
 use super::spec::SimSpec;
-use super::work::load_agents;
+use super::work::{Agent, load_agents};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
-
-/// An agent as set up.
-#[derive(Debug, Clone)]
-pub struct Agent {
-    pub persona: Persona,
-    /// `None` for agents that only seed, and for those whose setup failed.
-    pub plan: Option<Plan>,
-    pub level: f64,
-}
 
 /// Where a run stands.
 #[derive(Debug, Clone)]
@@ -62,7 +53,7 @@ impl SimState {
         if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.turn != *i as i64) {
             return Err(Error::Invalid(format!("sim_turns of run {run}: expected turn {i}, found turn {} (a turn is missing or repeated)", t.turn)));
         }
-        let known = load_agents(lake, &spec.run_id).await?;
+        let mut known = load_agents(lake, &spec.run_id).await?;
         let n = spec.preset.agents();
         if (known.len() as u32) < n {
             if !turns.is_empty() {
@@ -70,15 +61,9 @@ impl SimState {
             }
             return Ok(SimState { agents: Vec::new(), platform: Platform::new(), memories: HashMap::new(), turns });
         }
-        let levels = pareto_levels(n as usize, spec.preset.pareto_alpha, spec.seed);
-        let mut agents = Vec::with_capacity(n as usize);
-        for (i, level) in levels.into_iter().enumerate() {
-            let (persona, plan) = known
-                .get(&AgentId(i as u32))
-                .cloned()
-                .ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})")))?;
-            agents.push(Agent { persona, plan, level });
-        }
+        let agents = (0..n)
+            .map(|i| known.remove(&AgentId(i)).ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})"))))
+            .collect::<Result<Vec<Agent>>>()?;
         let mut platform = initial_platform(&agents)?;
         let last = turns.last().map_or(-1, |t| t.turn);
         let filter = |turn_col: &str, run_col: &str| col(run_col).eq(lit(run)).and(col(turn_col).lt_eq(lit(last)));

@@ -36,7 +36,7 @@ pub struct SimRunner {
     embedder: Option<Arc<dyn Embedder>>,
     knowledge: Option<PassageStore>,
     /// Personas and plans as set up; read at the first turn shard.
-    agents: OnceCell<HashMap<AgentId, (Persona, Option<Plan>)>>,
+    agents: OnceCell<HashMap<AgentId, Agent>>,
 }
 
 impl SimRunner {
@@ -117,9 +117,9 @@ impl SimRunner {
         Ok(some_jobs::sim::rows::agent_row(run_id, &persona, new.kind, new.activity, plan.as_ref(), error))
     }
 
-    async fn step(&self, known: &HashMap<AgentId, (Persona, Option<Plan>)>, work: &ShardWork, turn: &AgentTurn) -> Result<SimStepRow> {
+    async fn step(&self, known: &HashMap<AgentId, Agent>, work: &ShardWork, turn: &AgentTurn) -> Result<SimStepRow> {
         let ShardWork::Turn { turn: now, .. } = work else { unreachable!("steps run in turn shards") };
-        let (persona, plan) = known.get(&turn.agent).ok_or_else(|| {
+        let Agent { persona, plan, .. } = known.get(&turn.agent).ok_or_else(|| {
             Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id))
         })?;
         let idle = Plan::idle();
@@ -144,7 +144,7 @@ impl SimRunner {
     }
 
     /// The run's agents as set up, read once.
-    async fn agents(&self) -> Result<&HashMap<AgentId, (Persona, Option<Plan>)>> {
+    async fn agents(&self) -> Result<&HashMap<AgentId, Agent>> {
         self.agents.get_or_try_init(|| load_agents(&self.lake, &self.spec.run_id)).await
     }
 }
@@ -171,15 +171,25 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("plain data serializes")
 }
 
-/// The personas and plans of a run's agents, from `sim_agents`.
-pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId, (Persona, Option<Plan>)>> {
+/// An agent as set up.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub persona: Persona,
+    /// `None` for agents that only seed, and for those whose setup failed.
+    pub plan: Option<Plan>,
+    /// The Pareto activity level.
+    pub level: f64,
+}
+
+/// A run's agents as set up, from `sim_agents`.
+pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId, Agent>> {
     let rows: Vec<SimAgentRow> = lake.read(&lake.session()?, Some(col(sim_agents::run_id).eq(lit(run_id.as_str())))).await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {
         let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_agents of run {run_id}, agent {}: the {what} does not read: {e}", r.agent_id));
         let persona: Persona = serde_json::from_str(&r.persona).map_err(|e| bad("persona", e))?;
         let plan: Option<Plan> = r.plan.as_deref().map(serde_json::from_str).transpose().map_err(|e| bad("plan", e))?;
-        out.insert(persona.id, (persona, plan));
+        out.insert(persona.id, Agent { persona, plan, level: r.activity });
     }
     Ok(out)
 }
