@@ -49,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // SearchPost-shaped reads: every RED query window, as post_search asks them.
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let mut latencies = Vec::new();
     let mut rows = 0usize;
     for q in queries.iter().filter(|q| q.task == Task::Red.code()) {

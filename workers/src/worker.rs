@@ -296,7 +296,7 @@ impl Worker {
 
     /// Which (query, attempt) pairs of a shard already have a final result.
     async fn already_final(&self, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
-        let ctx = self.lake.session()?;
+        let ctx = self.lake.session().await?;
         let ids = todo.iter().map(|q| lit(q.query_id.as_str())).collect();
         let filter =
             col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::is_final)).and(col(episodes::query_id).in_list(ids, false));

@@ -8,6 +8,8 @@ use some_workers::Lake;
 use some_workers::runs::compare::{compare, regressions};
 use some_workers::runs::{load_run, read_run};
 
+use super::flags::AsOfFlag;
+
 #[derive(Debug, Args)]
 pub struct Compare {
     pub run_id: RunId,
@@ -27,10 +29,13 @@ pub struct Compare {
     pub resamples: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub version: AsOfFlag,
 }
 
 impl Compare {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let lake = &self.version.pin(lake).await?;
         // Both must be known runs and judgings; an unknown one is an error,
         // not an empty diff.
         load_run(lake, &self.run_id).await?.judging(&self.judging)?;

@@ -1,4 +1,5 @@
-//! Flags shared by the commands that make, take or judge jobs.
+//! Flags shared by several commands: those that make, take or judge jobs,
+//! and those that read a version of the lake.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,11 +7,37 @@ use std::time::Duration;
 use clap::Args;
 use some_jobs::scorers::JudgeSettings;
 use some_schemas::QueueLocation;
+use some_workers::Lake;
+use some_workers::lake::AsOf;
 use some_workers::llm::ClientSettings;
 use some_workers::worker::WorkerConfig;
 
 /// The default agent and judge: the larger built-in chat model.
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
+
+/// Which version of the lake a reading command reads.
+#[derive(Debug, Args)]
+pub struct AsOfFlag {
+    /// Read the lake as of this version (a number, see `some lake history`)
+    /// or time (2026-11-24T08:00:00Z, "2026-11-24 08:00:00", 2026-11-24);
+    /// the latest version if not given.
+    #[arg(long, value_name = "VERSION|TIME")]
+    pub as_of: Option<AsOf>,
+}
+
+impl AsOfFlag {
+    /// The lake pinned at the version asked for (or the latest): every read
+    /// of the command sees that one version, named on standard error so a
+    /// result can be reproduced with `--as-of`.
+    pub async fn pin(&self, lake: &Lake) -> anyhow::Result<Lake> {
+        let pinned = match self.as_of {
+            Some(at) => lake.as_of(at).await?,
+            None => lake.pinned().await?,
+        };
+        eprintln!("reading lake version {} (--as-of {0} reads it again)", pinned.snapshot().await?.version());
+        Ok(pinned)
+    }
+}
 
 /// Where jobs go and how many run at once: shared by every command that
 /// makes or takes jobs.

@@ -11,6 +11,7 @@ mod embed;
 mod flags;
 mod ingest;
 mod judge;
+mod lake;
 mod llm;
 mod mcp;
 mod models;
@@ -69,6 +70,12 @@ pub enum Command {
     Compare(compare::Compare),
     /// Merge a run's small result files.
     Compact(compact::Compact),
+    /// Delete the files no version of the lake within the retention needs.
+    Vacuum(lake::Vacuum),
+    /// The lake's versions (`some lake history`), and converting a lake of
+    /// the folder layout of earlier builds.
+    #[command(subcommand)]
+    Lake(lake::LakeCmd),
     /// Serve a built-in model over an OpenAI-compatible HTTP API.
     #[command(subcommand)]
     Llm(llm::Llm),
@@ -109,6 +116,8 @@ impl Cli {
             Command::Worker(cmd) => cmd.run(&open(lake).await?).await,
             Command::Compare(cmd) => cmd.run(&open(lake).await?).await,
             Command::Compact(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Vacuum(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Lake(cmd) => cmd.run(lake).await,
             Command::Ingest(cmd) => cmd.run(&open(lake).await?).await,
             Command::Synth(cmd) => cmd.run(&open(lake).await?).await,
             Command::Sim(cmd) => cmd.run(&open(lake).await?).await,

@@ -8,6 +8,8 @@ use some_schemas::{PRIMARY_JUDGING, RunId};
 use some_workers::Lake;
 use some_workers::runs::report;
 
+use super::flags::AsOfFlag;
+
 #[derive(Debug, Args)]
 pub struct Report {
     pub run_id: RunId,
@@ -17,10 +19,13 @@ pub struct Report {
     /// Also write a self-contained HTML report with charts to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub version: AsOfFlag,
 }
 
 impl Report {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let lake = &self.version.pin(lake).await?;
         print_report(lake, &self.run_id, &self.judging, self.html.as_deref()).await?;
         Ok(ExitCode::SUCCESS)
     }

@@ -96,7 +96,7 @@ async fn embed_and_write(
 
 /// The post partitions (source, bucket, posts) to embed, one job each.
 pub async fn post_partitions(lake: &Lake, source: Option<PostSource>) -> Result<Vec<(String, String, u64)>> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let mut df = ctx.table(PostRow::TABLE).await?;
     if let Some(s) = source {
         df = df.filter(col(posts::source).eq(lit(s.as_str())))?;
@@ -125,7 +125,7 @@ pub async fn embed_partition(
     progress: &dyn Progress,
 ) -> Result<EmbedReport> {
     let started = Instant::now();
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let (todo, already, collection, bucket) = match target {
         EmbedPartition::Knowledge => {
             let docs: Vec<KnowledgeRow> = lake.read(&ctx, None).await?;

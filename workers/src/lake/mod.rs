@@ -1,26 +1,33 @@
-//! The lake: append-only Parquet tables in one object store (a local folder
-//! or any S3 endpoint), read with DataFusion through that same store.
+//! The lake: Parquet tables in one object store (a local folder or any S3
+//! endpoint), made of the files its transaction log names, read with
+//! DataFusion through that same store.
 //!
 //! Layout under the lake root:
 //!
 //! ```text
-//! _lake.json                                 schema version of the layout
+//! _log/…                                     the transaction log (crate::lake::log)
 //! posts/source=raw/bucket=2025-05-01.l…/part-<txn>-00000.parquet
 //! posts/source=topic/bucket=t…/…             one partition per topic
 //! posts/source=weibo/bucket=u17/…            user timelines, 64 hash buckets
 //! users/…  ref_posts/…  knowledge/…  queries/…
 //! episodes/run_id=<run>/…  scores/run_id=<run>/…
-//! _staging/<txn>/…                           files of transactions not yet committed
+//! _staging/<txn>/<tag>.json                  files staged by the jobs of a shared transaction
 //! _ingest/<id>/…                             an ingestion's plan and progress (crate::ingestion)
 //! ```
 //!
-//! Writes go through a [`Txn`]: every file is first written whole under
-//! `_staging/` (which no table lists) and moved into its table only when the
-//! whole transaction succeeded, so a reader never sees a half-written file and
-//! a failed import leaves no part of itself behind.
+//! Writes go through a [`Txn`]: its files are written whole, under names of
+//! their own, and become visible together when one commit naming them lands
+//! in the log; a reader sees a version of the lake, never part of a
+//! transaction. A file no commit names is never read (`some vacuum`
+//! deletes it after the retention period).
 
+mod log;
 mod once;
+#[cfg(test)]
+mod tests;
 mod sql;
+mod vacuum;
+mod view;
 mod write;
 
 use std::path::PathBuf;
@@ -30,10 +37,12 @@ use std::sync::Arc;
 use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
 
+pub use log::{AsOf, CommitInfo, FileEntry, Removal, Snapshot};
 pub use sql::{OutputFormat, format_batches};
+pub use vacuum::Vacuumed;
 pub use write::{Committed, Txn, encode_parquet};
 
 use crate::error::{Error, Result};
@@ -104,9 +113,14 @@ pub struct Lake {
     store: Arc<dyn ObjectStore>,
     store_url: Url,
     root: Path,
+    /// The latest state of the log this process knows, shared by clones.
+    latest: Arc<tokio::sync::Mutex<Arc<Snapshot>>>,
+    /// Set on a lake opened as of an earlier version: it reads that one.
+    pinned: Option<Arc<Snapshot>>,
 }
 
-const MANIFEST: &str = "_lake.json";
+/// What the folder layout of earlier builds left at the root.
+const FOLDER_LAYOUT_MARKER: &str = "_lake.json";
 
 /// The standard AWS variables an S3 lake reads.
 const S3_ENV: [&str; 9] = [
@@ -131,7 +145,14 @@ impl Lake {
     /// [`Lake::open`] with the `AWS_*` settings read from `env` instead of
     /// the process environment (several lakes in one process, tests).
     pub async fn open_with_env(location: &LakeLocation, env: impl Fn(&str) -> Option<String>) -> Result<Lake> {
-        let lake = match location {
+        let lake = Lake::open_store(location, env)?;
+        lake.open_log().await?;
+        Ok(lake)
+    }
+
+    /// The store and root of `location`, the log not read yet.
+    fn open_store(location: &LakeLocation, env: impl Fn(&str) -> Option<String>) -> Result<Lake> {
+        Ok(match location {
             LakeLocation::Local(dir) => {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| Error::Location { location: location.to_string(), message: format!("cannot create the folder: {e}") })?;
@@ -139,12 +160,7 @@ impl Lake {
                     std::fs::canonicalize(dir).map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
                 let root = Path::from_filesystem_path(&abs)
                     .map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
-                Lake {
-                    location: location.clone(),
-                    store: Arc::new(LocalFileSystem::new()),
-                    store_url: Url::parse("file:///").expect("static url"),
-                    root,
-                }
+                Lake::new(location, Arc::new(LocalFileSystem::new()), Url::parse("file:///").expect("static url"), root)
             }
             LakeLocation::S3 { bucket, prefix } => {
                 let mut builder = AmazonS3Builder::new().with_bucket_name(bucket);
@@ -167,11 +183,13 @@ impl Lake {
                 let store = builder.build().map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
                 let store_url = Url::parse(&format!("s3://{bucket}/"))
                     .map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
-                Lake { location: location.clone(), store: Arc::new(store), store_url, root: Path::from(prefix.as_str()) }
+                Lake::new(location, Arc::new(store), store_url, Path::from(prefix.as_str()))
             }
-        };
-        lake.check_manifest().await?;
-        Ok(lake)
+        })
+    }
+
+    fn new(location: &LakeLocation, store: Arc<dyn ObjectStore>, store_url: Url, root: Path) -> Lake {
+        Lake { location: location.clone(), store, store_url, root, latest: Default::default(), pinned: None }
     }
 
     pub fn location(&self) -> &LakeLocation {
@@ -192,43 +210,55 @@ impl Lake {
         format!("{}{}/", self.store_url, self.path(table))
     }
 
-    /// Starts a write transaction.
+    /// Starts a write transaction with a name of its own.
     pub fn txn(&self) -> Txn {
         Txn::new(self.clone())
     }
 
-    /// Stages part files tagged `tag` into the shared transaction `id`
-    /// (made visible by [`Lake::commit_staged`]). A tag names the same files
-    /// every time, so staging the same rows again replaces them.
-    pub fn txn_in(&self, id: &str, tag: &str) -> Txn {
-        Txn::shared(self.clone(), id.to_string(), Some(tag))
+    /// Starts the transaction `name`: committing it again, by this process
+    /// or another (a job redelivered after its commit landed), commits
+    /// nothing.
+    pub fn txn_named(&self, name: &str) -> Txn {
+        Txn::named(self.clone(), name.to_string(), None)
     }
 
-    /// Refuses a lake written by another layout version; stamps a new one.
-    async fn check_manifest(&self) -> Result<()> {
-        let path = self.path(MANIFEST);
-        match self.store.get(&path).await {
-            Ok(got) => {
-                let bytes = got.bytes().await.map_err(Error::store("read", &path))?;
-                let manifest: serde_json::Value =
-                    serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{path}: not a lake manifest: {e}")))?;
-                let version = manifest.get("schema_version").and_then(|v| v.as_u64());
-                if version != Some(u64::from(some_schemas::SCHEMA_VERSION)) {
-                    let found = version.map_or_else(|| "no schema version".to_string(), |v| format!("schema version {v}"));
-                    return Err(Error::Invalid(format!(
-                        "the lake at {} has {found} ({path}); this build reads version {}: use another --lake, or the build that wrote it",
-                        self.location,
-                        some_schemas::SCHEMA_VERSION
-                    )));
-                }
-                Ok(())
+    /// Stages files tagged `tag` into the shared transaction `id`, which
+    /// [`Lake::commit_staged`] commits once every job has staged its part.
+    /// Staging a tag again replaces what it staged before.
+    pub fn txn_in(&self, id: &str, tag: &str) -> Txn {
+        Txn::named(self.clone(), id.to_string(), Some(tag))
+    }
+
+    /// Reads the log (creating the lake if there is none) and refuses a
+    /// lake of another schema version or of the folder layout.
+    async fn open_log(&self) -> Result<()> {
+        let marker = self.path(FOLDER_LAYOUT_MARKER);
+        match self.store.head(&marker).await {
+            Ok(_) => {
+                return Err(Error::Invalid(format!(
+                    "the lake at {} was written by an earlier build (folder layout: {marker}, no complete transaction log); \
+                     this build reads only lakes with a log: convert it in place with `some lake convert`, or rebuild it \
+                     into a new --lake with `some synth` or `some ingest release`",
+                    self.location
+                )));
             }
-            Err(object_store::Error::NotFound { .. }) => {
-                let manifest = serde_json::json!({ "schema_version": some_schemas::SCHEMA_VERSION });
-                self.store.put(&path, PutPayload::from(manifest.to_string().into_bytes())).await.map_err(Error::store("write", &path))?;
-                Ok(())
-            }
-            Err(e) => Err(Error::store("read", &path)(e)),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(Error::store("read", &marker)(e)),
         }
+        let created = match self.read_commit(0).await? {
+            Some(commit) => commit,
+            None => self.create_log(some_schemas::SCHEMA_VERSION).await?,
+        };
+        let version = created.schema_version;
+        if version != Some(some_schemas::SCHEMA_VERSION) {
+            let found = version.map_or_else(|| "no schema version".to_string(), |v| format!("schema version {v}"));
+            return Err(Error::Invalid(format!(
+                "the lake at {} has {found}; this build reads version {}: use another --lake, or the build that wrote it",
+                self.location,
+                some_schemas::SCHEMA_VERSION
+            )));
+        }
+        *self.latest.lock().await = Arc::new(self.load_latest().await?);
+        Ok(())
     }
 }

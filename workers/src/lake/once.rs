@@ -1,7 +1,8 @@
 //! Files written once at a name fixed by the work they hold (a simulation
 //! shard's results): the first writer wins, atomically (a conditional put),
 //! so a redelivered or duplicated job can never add a second answer, and a
-//! reader that knows the name reads it without listing.
+//! reader that knows the name reads it without listing. Tables show such a
+//! file once a transaction adopts it ([`super::Txn::adopt`]).
 
 use arrow::array::{ArrayRef, StringArray};
 use arrow::record_batch::RecordBatch;
@@ -48,6 +49,24 @@ impl Lake {
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(Error::store("read", &path)(e)),
         }
+    }
+
+    /// The files under the folder `folder` whose names start with `name`
+    /// that the latest version does not hold (written, not committed).
+    pub async fn uncommitted_files(&self, folder: &str, name: &str) -> Result<Vec<String>> {
+        use futures::TryStreamExt;
+        let snapshot = self.snapshot().await?;
+        let prefix = self.path(folder);
+        let found: Vec<object_store::ObjectMeta> =
+            self.store.list(Some(&prefix)).try_collect().await.map_err(Error::store("list", &prefix))?;
+        let mut out: Vec<String> = found
+            .iter()
+            .filter(|m| m.location.filename().is_some_and(|f| f.starts_with(name)))
+            .filter_map(|m| m.location.filename().map(|f| format!("{folder}/{f}")))
+            .filter(|relative| snapshot.file(relative).is_none())
+            .collect();
+        out.sort();
+        Ok(out)
     }
 
     /// Reads the rows of the file `relative` written by [`Lake::put_once`]

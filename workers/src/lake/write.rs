@@ -1,17 +1,19 @@
-//! Write transactions: whole part files, staged, then moved into place.
+//! Write transactions: whole part files under names of their own, made
+//! visible together by one commit of the lake's log.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use object_store::path::Path;
+use futures::TryStreamExt;
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use some_schemas::{Row, TableDef};
 
+use super::log::{FileEntry, Removal};
 use super::Lake;
 use crate::error::{Error, Result};
 
@@ -69,48 +71,59 @@ pub struct Committed {
     pub files: Vec<Path>,
     pub rows: u64,
     pub bytes: u64,
+    /// The lake version it landed as; `None` if the log held the
+    /// transaction already (nothing was committed twice).
+    pub version: Option<u64>,
 }
 
 /// A set of part files that become visible together on [`Txn::commit`].
 #[derive(Debug)]
 pub struct Txn {
     lake: Lake,
-    id: String,
-    /// What part file names start with: `part-<id>` (or `part-<id>-<tag>`).
+    /// The transaction's name in the log.
+    name: String,
+    /// The tag of a job's part of a shared transaction.
+    tag: Option<String>,
+    /// What part file names start with: unique to this writer, so no two
+    /// writers (nor two attempts of one job) ever write the same file.
     prefix: String,
-    seq: AtomicU32,
-    staged: Vec<(Path, Path)>,
-    rows: u64,
-    bytes: u64,
+    seq: u32,
+    added: Vec<FileEntry>,
+    removal: Removal,
+}
+
+fn unique_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
 }
 
 impl Txn {
     pub(super) fn new(lake: Lake) -> Txn {
         let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
-        let random = uuid::Uuid::new_v4().simple().to_string();
         // Time first, so part files sort by when they were written.
-        let id = format!("{millis:013x}-{}", &random[..12]);
-        Txn::shared(lake, id, None)
+        let name = format!("{millis:013x}-{}", unique_suffix());
+        Txn { prefix: format!("part-{name}"), lake, name, tag: None, seq: 0, added: Vec::new(), removal: Removal::Nothing }
     }
 
-    /// A writer of part files into the staging folder of transaction `id`,
-    /// named `part-<id>-<tag>-NNNNN`: several jobs stage into one
-    /// transaction, which [`Lake::commit_staged`] makes visible.
-    pub(super) fn shared(lake: Lake, id: String, tag: Option<&str>) -> Txn {
+    pub(super) fn named(lake: Lake, name: String, tag: Option<&str>) -> Txn {
         let prefix = match tag {
-            Some(tag) => format!("part-{id}-{tag}"),
-            None => format!("part-{id}"),
+            Some(tag) => format!("part-{name}-{tag}-{}", unique_suffix()),
+            None => format!("part-{name}-{}", unique_suffix()),
         };
-        Txn { lake, id, prefix, seq: AtomicU32::new(0), staged: Vec::new(), rows: 0, bytes: 0 }
+        Txn { lake, name, tag: tag.map(str::to_string), prefix, seq: 0, added: Vec::new(), removal: Removal::Nothing }
     }
 
     pub fn id(&self) -> &str {
-        &self.id
+        &self.name
     }
 
-    /// What is staged so far (the files under their final names).
+    /// What is written so far.
     pub fn staged(&self) -> Committed {
-        Committed { files: self.staged.iter().map(|(_, target)| target.clone()).collect(), rows: self.rows, bytes: self.bytes }
+        Committed {
+            files: self.added.iter().map(|f| self.lake.path(&f.path)).collect(),
+            rows: self.added.iter().map(|f| f.rows).sum(),
+            bytes: self.added.iter().map(|f| f.size).sum(),
+            version: None,
+        }
     }
 
     /// Writes rows of one table, one part file per partition.
@@ -130,7 +143,7 @@ impl Txn {
         Ok(())
     }
 
-    /// Stages one encoded part file of `table` in the given partition.
+    /// Writes one encoded part file of `table` in the given partition.
     pub async fn put_part(&mut self, table: &TableDef, partition: &[String], encoded: Bytes, rows: u64) -> Result<()> {
         if partition.len() != table.partition_columns.len() {
             return Err(Error::Table {
@@ -143,62 +156,118 @@ impl Txn {
             check_partition_value(table.name, value)?;
             relative.push_str(&format!("/{column}={value}"));
         }
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let file = format!("{}-{seq:05}.parquet", self.prefix);
-        let staged = self.lake.path(&format!("_staging/{}/{relative}/{file}", self.id));
-        let target = self.lake.path(&format!("{relative}/{file}"));
+        let relative = format!("{relative}/{}-{:05}.parquet", self.prefix, self.seq);
+        self.seq += 1;
+        let path = self.lake.path(&relative);
         let size = encoded.len() as u64;
-        self.lake.store.put(&staged, PutPayload::from(encoded)).await.map_err(Error::store("write", &staged))?;
-        self.staged.push((staged, target));
-        self.rows += rows;
-        self.bytes += size;
+        self.lake.store.put(&path, PutPayload::from(encoded)).await.map_err(Error::store("write", &path))?;
+        self.added.push(FileEntry { path: relative, size, rows, written_ms: chrono::Utc::now().timestamp_millis() });
         Ok(())
     }
 
-    /// Moves every staged file into its table. Readers see each file whole;
-    /// a crash during this loop can leave some of the transaction visible.
-    pub async fn commit(self) -> Result<Committed> {
-        let mut files = Vec::with_capacity(self.staged.len());
-        for (staged, target) in &self.staged {
-            self.lake.store.rename(staged, target).await.map_err(Error::store("commit", target))?;
-            files.push(target.clone());
-        }
-        Ok(Committed { files, rows: self.rows, bytes: self.bytes })
+    /// Adds a file already in the lake (one written by [`Lake::put_once`])
+    /// holding `rows` rows.
+    pub async fn adopt(&mut self, relative: &str, rows: u64) -> Result<()> {
+        let path = self.lake.path(relative);
+        let meta = self.lake.store.head(&path).await.map_err(Error::store("read", &path))?;
+        self.added.push(FileEntry { path: relative.to_string(), size: meta.size, rows, written_ms: meta.last_modified.timestamp_millis() });
+        Ok(())
     }
 
-    /// Deletes what was staged. Nothing of it was ever visible.
+    /// On commit, also removes every file these tables hold then: the
+    /// transaction replaces their contents.
+    pub fn replace_tables(&mut self, tables: &[&str]) {
+        self.removal = Removal::Tables(tables.iter().map(|t| t.to_string()).collect());
+    }
+
+    /// On commit, also removes these files (paths relative to the lake
+    /// root); the commit fails if another removed one of them first.
+    pub fn remove_files(&mut self, paths: Vec<String>) {
+        self.removal = Removal::Files(paths);
+    }
+
+    /// Makes everything written visible at once: one commit of the log.
+    pub async fn commit(self) -> Result<Committed> {
+        if self.tag.is_some() {
+            return Err(Error::Invalid(format!("transaction {}: a job's part of a shared transaction is staged, not committed", self.name)));
+        }
+        let mut committed = self.staged();
+        committed.version = self.lake.commit_files(&self.name, self.added, &self.removal).await?;
+        Ok(committed)
+    }
+
+    /// Records this job's part of a shared transaction (replacing what the
+    /// same tag staged before); [`Lake::commit_staged`] commits them all.
+    pub async fn stage(self) -> Result<Committed> {
+        let Some(tag) = &self.tag else {
+            return Err(Error::Invalid(format!("transaction {} is not shared: commit it", self.name)));
+        };
+        let path = self.lake.path(&format!("_staging/{}/{tag}.json", self.name));
+        let bytes = serde_json::to_vec(&self.added).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+        self.lake.store.put(&path, PutPayload::from(bytes)).await.map_err(Error::store("write", &path))?;
+        Ok(self.staged())
+    }
+
+    /// Deletes what was written. Nothing of it was ever visible.
     pub async fn abort(self) -> Result<()> {
-        for (staged, _) in &self.staged {
-            match self.lake.store.delete(staged).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Error::store("delete", staged)(e)),
-            }
+        for file in &self.added {
+            self.lake.delete_quietly(&self.lake.path(&file.path)).await?;
         }
         Ok(())
     }
 }
 
 impl Lake {
-    /// Moves every file staged under transaction `id` into its table;
-    /// returns where they are now. Idempotent: a file already moved (by an
-    /// earlier, interrupted call, or by another process doing the same) is
-    /// skipped.
-    pub async fn commit_staged(&self, id: &str) -> Result<Vec<Path>> {
-        use futures::TryStreamExt;
-        let staging = self.path(&format!("_staging/{id}"));
-        let staged: Vec<object_store::ObjectMeta> =
-            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
-        let mut moved = Vec::with_capacity(staged.len());
-        for meta in staged {
-            let Some(relative) = meta.location.prefix_match(&staging) else { continue };
-            let target = relative.fold(self.root.clone(), |p, part| p.join(part));
-            match self.store.rename(&meta.location, &target).await {
-                Ok(()) => {}
-                Err(object_store::Error::NotFound { .. }) if self.store.head(&target).await.is_ok() => {}
-                Err(e) => return Err(Error::store("commit", &target)(e)),
-            }
-            moved.push(target);
+    /// Commits every part staged into the shared transaction `id`, and
+    /// removes what `removal` names, as one commit. Safe to run again and
+    /// by two processes at once: the transaction lands once.
+    pub async fn commit_staged(&self, id: &str, removal: Removal) -> Result<Committed> {
+        let added: Vec<FileEntry> = self.staged_parts(id).await?.into_iter().flat_map(|(_, files)| files).collect();
+        Ok(Committed {
+            files: added.iter().map(|f| self.path(&f.path)).collect(),
+            rows: added.iter().map(|f| f.rows).sum(),
+            bytes: added.iter().map(|f| f.size).sum(),
+            version: self.commit_files(id, added, &removal).await?,
+        })
+    }
+
+    /// Deletes what the jobs of the shared transaction `id` staged (it must
+    /// not be committed: its files would go missing).
+    pub async fn abort_staged(&self, id: &str) -> Result<()> {
+        if self.snapshot().await?.has_txn(id) {
+            return Err(Error::Invalid(format!("transaction {id} is committed: its files are part of the lake")));
         }
-        Ok(moved)
+        for (manifest, files) in self.staged_parts(id).await? {
+            for file in files {
+                self.delete_quietly(&self.path(&file.path)).await?;
+            }
+            self.delete_quietly(&manifest).await?;
+        }
+        Ok(())
+    }
+
+    /// The staged parts of the shared transaction `id`: each manifest's
+    /// path and the files it names, in path order.
+    async fn staged_parts(&self, id: &str) -> Result<Vec<(Path, Vec<FileEntry>)>> {
+        let staging = self.path(&format!("_staging/{id}"));
+        let mut manifests: Vec<object_store::ObjectMeta> =
+            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
+        manifests.sort_by(|a, b| a.location.cmp(&b.location));
+        let mut parts = Vec::with_capacity(manifests.len());
+        for meta in manifests {
+            let bytes = self.store.get(&meta.location).await.map_err(Error::store("read", &meta.location))?.bytes().await;
+            let bytes = bytes.map_err(Error::store("read", &meta.location))?;
+            let files: Vec<FileEntry> =
+                serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{}: unreadable staged part: {e}", meta.location)))?;
+            parts.push((meta.location, files));
+        }
+        Ok(parts)
+    }
+
+    pub(super) async fn delete_quietly(&self, path: &Path) -> Result<()> {
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(Error::store("delete", path)(e)),
+        }
     }
 }

@@ -76,7 +76,7 @@ impl JudgeRunner {
         concurrency: usize,
         progress: &dyn Progress,
     ) -> Result<JudgedShard> {
-        let ctx = self.lake.session()?;
+        let ctx = self.lake.session().await?;
         let ids: Vec<_> = query_ids.iter().map(|q| lit(q.as_str())).collect();
         // The episodes and scores tables name these columns alike.
         let of_shard = || col(scores::run_id).eq(lit(spec.run_id.as_str())).and(col(scores::query_id).in_list(ids.clone(), false));

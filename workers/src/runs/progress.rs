@@ -19,7 +19,7 @@ use crate::lake::Lake;
 /// (a rerun's queries already have failed rows of earlier attempts).
 pub async fn attempted(lake: &Lake, run_id: &RunId, todo: &[QueryAttempt]) -> Result<usize> {
     let wanted: HashSet<(&str, i32)> = todo.iter().map(|q| (q.query_id.as_str(), q.attempt.0)).collect();
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let df = ctx
         .table(episodes::TABLE)
         .await?
@@ -82,7 +82,7 @@ impl RunProgress {
 /// Reads a run's progress: only the few columns it needs, never the
 /// transcripts.
 pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<RunProgress> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let df = ctx.table(episodes::TABLE).await?.filter(col(episodes::run_id).eq(lit(spec.run_id.as_str())))?.select_columns(&[
         episodes::query_id,
         episodes::attempt,

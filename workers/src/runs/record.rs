@@ -61,7 +61,7 @@ pub(crate) fn unknown_run<'a>(what: &str, run_id: &RunId, known: impl Iterator<I
 
 /// Reads a run's record; an unknown run is an error listing the known ones.
 pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let events: Vec<RunRow> = lake.read(&ctx, Some(col(runs::run_id).eq(lit(run_id.as_str())))).await?;
     let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
         let known: Vec<RunRow> = lake.read(&ctx, Some(col(runs::event).eq(lit(RunEvent::Submitted.as_str())))).await?;

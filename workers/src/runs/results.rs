@@ -10,7 +10,7 @@ use datafusion::prelude::{col, lit};
 use some_schemas::{Attempt, EpisodeRow, QueryAttempt, QueryId, QueryRow, Row, RunId, ScoreRow, Task, episodes};
 
 use super::spec::RunSpec;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lake::Lake;
 
 /// What the lake holds for one run.
@@ -21,7 +21,7 @@ pub struct RunRows {
 }
 
 pub async fn read_run(lake: &Lake, run_id: &RunId) -> Result<RunRows> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let filter = || Some(col(episodes::run_id).eq(lit(run_id.as_str())));
     Ok(RunRows { episodes: lake.read(&ctx, filter()).await?, scores: lake.read(&ctx, filter()).await? })
 }
@@ -146,10 +146,10 @@ pub struct Compacted {
     pub rows: usize,
 }
 
-/// Merges a run's part files into one per table. The merged file is
-/// committed before the parts are deleted, so no row is ever missing;
-/// until the deletes finish a reader may see a row twice, which
-/// [`RunRows::finals`] resolves (raw SQL counts may briefly double).
+/// Merges a run's part files into one per table: the merged file replaces
+/// the parts in one commit, so a reader sees either (never both, never
+/// neither). The parts' files stay readable by earlier versions until
+/// `some vacuum`.
 pub async fn compact(lake: &Lake, run_id: &RunId) -> Result<Compacted> {
     let mut done = compact_table::<ScoreRow>(lake, run_id).await?;
     done += compact_table::<EpisodeRow>(lake, run_id).await?;
@@ -164,25 +164,22 @@ impl std::ops::AddAssign for Compacted {
     }
 }
 
-/// Rewrites one table's partition of the run as one file. The parts are
-/// listed before the rows are read, so a part committed meanwhile is kept.
+/// Rewrites one table's partition of the run as one file. The rows are read
+/// from one version and replace exactly that version's parts, so a part
+/// committed meanwhile is kept; a compaction racing another fails.
 async fn compact_table<R: Row + Send + 'static>(lake: &Lake, run_id: &RunId) -> Result<Compacted> {
-    use futures::TryStreamExt;
-    use object_store::ObjectStoreExt as _;
-    let prefix = lake.path(&format!("{}/{}={run_id}", R::TABLE, episodes::run_id));
-    let parts: Vec<object_store::path::Path> =
-        lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
+    let version = lake.pinned().await?;
+    let folder = format!("{}/{}={run_id}", R::TABLE, episodes::run_id);
+    let parts: Vec<String> = version.snapshot().await?.files_under(&folder).map(|f| f.path.clone()).collect();
     if parts.len() <= 1 {
         return Ok(Compacted { files_before: parts.len(), files_after: parts.len(), rows: 0 });
     }
-    let rows: Vec<R> = lake.read(&lake.session()?, Some(col(episodes::run_id).eq(lit(run_id.as_str())))).await?;
+    let rows: Vec<R> = version.read(&version.session().await?, Some(col(episodes::run_id).eq(lit(run_id.as_str())))).await?;
     let mut done = Compacted { files_before: parts.len(), rows: rows.len(), ..Default::default() };
     let mut txn = lake.txn();
     txn.write_rows(rows).await?;
+    txn.remove_files(parts);
     done.files_after = txn.commit().await?.files.len();
-    for part in parts {
-        lake.store().delete(&part).await.map_err(Error::store("delete", &part))?;
-    }
     Ok(done)
 }
 

@@ -6,7 +6,9 @@
 //! 2. Publish the active agents in shards; workers run their steps and
 //!    write each shard's results once ([`super::shard`]).
 //! 3. Once every shard's results are there, apply all actions in (agent,
-//!    seq) order and commit the turn's rows, the `sim_turns` row last.
+//!    seq) order and commit the turn as one transaction of the lake: the
+//!    shards' step files, the actions, posts, follows, feeds and the
+//!    `sim_turns` row become visible together.
 //!
 //! Everything in step 1 is a function of the committed state and the seed,
 //! so a coordinator that starts again (after a crash, or `some sim
@@ -99,6 +101,13 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
     let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
     let paths = publish(lake, queue, spec, &shards).await?;
     let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths).await?;
+    // The setup commits once: a coordinator that died after this commit
+    // and runs it again commits nothing.
+    let mut txn = lake.txn_named(&format!("sim-{}-setup", spec.run_id));
+    for (path, shard) in paths.iter().zip(&rows) {
+        txn.adopt(path, shard.len() as u64).await?;
+    }
+    txn.commit().await?;
     let failed: Vec<&SimAgentRow> = rows.iter().flatten().filter(|r| r.error.is_some()).collect();
     if let Some(first) = failed.first() {
         tracing::warn!(failed = failed.len(), first = ?first.error, "agents whose setup failed take no part");
@@ -125,7 +134,9 @@ async fn one_turn(
     progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
     let waited = Instant::now();
     let paths = publish(lake, queue, spec, &shards).await?;
-    let steps: Vec<SimStepRow> = wait_for(lake, queue, spec, &paths).await?.into_iter().flatten().collect();
+    let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths).await?;
+    let shard_rows: Vec<u64> = shards.iter().map(|s| s.len() as u64).collect();
+    let steps: Vec<SimStepRow> = shards.into_iter().flatten().collect();
     out.step_time += waited.elapsed();
 
     let committing = Instant::now();
@@ -153,8 +164,11 @@ async fn one_turn(
     };
     let turn_row = turn_row(run, turn, stage, agents.len(), &outcomes, state.platform.history_digest(), Timestamp::now());
     // One transaction per turn, named by the turn: a coordinator that died
-    // while committing writes the same files again. The turn row goes last.
-    let mut txn = lake.txn_in(&format!("sim-{run}-t{:06}", turn.0), "turn");
+    // after its commit landed and runs the turn again commits nothing.
+    let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
+    for (path, rows) in paths.iter().zip(shard_rows) {
+        txn.adopt(path, rows).await?;
+    }
     txn.write_rows(action_rows(run, turn, &outcomes)).await?;
     txn.write_rows(post_rows(run, turn, &outcomes, &notes)).await?;
     txn.write_rows(follow_rows(run, turn, &outcomes)).await?;

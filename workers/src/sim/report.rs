@@ -28,7 +28,7 @@ pub async fn sim_report(
     client: &ClientSettings,
     threads: usize,
 ) -> Result<SimReport> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let run = || lit(spec.run_id.as_str());
     let turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(run()))).await?;
     let last = turns.iter().map(|t| t.turn).max().unwrap_or(-1);

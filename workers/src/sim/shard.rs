@@ -82,6 +82,12 @@ pub fn steps_path(run_id: &RunId, turn: Turn, shard: u32) -> String {
     Lake::part_path::<SimStepRow>(&[run_id.as_str()], &format!("part-t{:06}-{shard:05}", turn.0))
 }
 
+/// The steps files of `turn` that shards wrote and no commit names yet.
+pub async fn uncommitted_steps(lake: &Lake, run_id: &RunId, turn: Turn) -> Result<Vec<String>> {
+    let folder = format!("{}/{}={run_id}", SimStepRow::TABLE, some_schemas::sim::sim_steps::run_id);
+    lake.uncommitted_files(&folder, &format!("part-t{:06}-", turn.0)).await
+}
+
 /// Reads the results file of a shard; `None` until its worker wrote it.
 pub async fn read_results<R: Row>(lake: &Lake, run_id: &RunId, path: &str) -> Result<Option<Vec<R>>> {
     lake.read_once::<R>(path, &[run_id.as_str()]).await

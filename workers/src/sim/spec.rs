@@ -159,7 +159,7 @@ pub async fn record_event(lake: &Lake, spec: &SimSpec, event: RunEvent) -> Resul
 
 /// Reads a run's record; an unknown run is an error listing the known ones.
 pub async fn load_sim(lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let events: Vec<SimRunRow> = lake.read(&ctx, Some(col(sim_runs::run_id).eq(lit(run_id.as_str())))).await?;
     let Some(submitted) = events.iter().filter(|e| e.event == RunEvent::Submitted).max_by_key(|e| e.at) else {
         let all: Vec<SimRunRow> = lake.read(&ctx, None).await?;

@@ -11,6 +11,7 @@ use some_jobs::sim::rows::actions_from_rows;
 use some_jobs::sim::{AgentId, Memory, Platform, Turn};
 use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
 
+use super::shard::{read_results, uncommitted_steps};
 use super::spec::SimSpec;
 use super::work::{Agent, load_agents};
 use crate::error::{Error, Result};
@@ -45,7 +46,7 @@ impl SimState {
     /// Reads and replays the run.
     pub async fn load(lake: &Lake, spec: &SimSpec) -> Result<SimState> {
         let run = spec.run_id.as_str();
-        let ctx = lake.session()?;
+        let ctx = lake.session().await?;
         let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(lit(run)))).await?;
         turns.sort_by_key(|t| t.turn);
         // A turn is committed by its one `sim_turns` row, and turns commit
@@ -116,14 +117,18 @@ pub struct SimProgress {
 pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
     let state = SimState::load(lake, spec).await?;
     let run = lit(spec.run_id.as_str());
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(run.clone()))).await?;
-    let next = i64::from(state.next_turn().0);
-    let pending: Vec<SimStepRow> = lake.read(&ctx, Some(col(sim_steps::run_id).eq(run).and(col(sim_steps::turn).eq(lit(next))))).await?;
+    // The next turn's shards write their steps before the turn commits:
+    // they are files the log does not name yet.
+    let mut pending = 0;
+    for path in uncommitted_steps(lake, &spec.run_id, state.next_turn()).await? {
+        pending += read_results::<SimStepRow>(lake, &spec.run_id, &path).await?.map_or(0, |rows| rows.len());
+    }
     Ok(SimProgress {
         agents_set_up: agents.len(),
         setup_failed: agents.iter().filter(|a| a.error.is_some()).count(),
-        steps_in_progress: pending.len(),
+        steps_in_progress: pending,
         state,
     })
 }

@@ -49,7 +49,7 @@ impl SimRunner {
             })?),
         };
         let knowledge = if spec.knowledge {
-            let rows: Vec<KnowledgeRow> = lake.read(&lake.session()?, None).await?;
+            let rows: Vec<KnowledgeRow> = lake.read(&lake.session().await?, None).await?;
             if rows.is_empty() {
                 tracing::warn!("the lake has no knowledge rows: agents write posts without knowledge");
             }
@@ -183,7 +183,7 @@ pub struct Agent {
 
 /// A run's agents as set up, from `sim_agents`.
 pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId, Agent>> {
-    let rows: Vec<SimAgentRow> = lake.read(&lake.session()?, Some(col(sim_agents::run_id).eq(lit(run_id.as_str())))).await?;
+    let rows: Vec<SimAgentRow> = lake.read(&lake.session().await?, Some(col(sim_agents::run_id).eq(lit(run_id.as_str())))).await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {
         let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_agents of run {run_id}, agent {}: the {what} does not read: {e}", r.agent_id));

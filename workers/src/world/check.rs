@@ -62,7 +62,7 @@ fn integers(batches: &[RecordBatch], column: usize) -> Vec<i64> {
 
 /// Checks every query of the lake against its world.
 pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let queries: Vec<QueryRow> = lake.read(&ctx, None).await?;
     // One column (or two) of the posts of one source.
     let of_source = |source: PostSource, columns: Vec<Expr>| {

@@ -38,9 +38,9 @@ use serde::{Deserialize, Serialize};
 use some_jobs::release::{Release, ReleaseFile, ReleasePart};
 use some_schemas::{Job, JobKind, JobMessage, buckets};
 
-use super::{delete_world, guard_world};
+use super::{WORLD_TABLES, guard_world};
 use crate::error::{Error, Result};
-use crate::lake::Lake;
+use crate::lake::{Lake, Removal};
 use crate::queue::Queue;
 
 /// What an ingestion reads, recorded when it is planned.
@@ -225,14 +225,14 @@ pub async fn abort(lake: &Lake, id: &str) -> Result<()> {
     if status.committed.is_some() {
         return Err(Error::Invalid(format!("ingestion {id} is committed; its rows are part of the world now")));
     }
-    for prefix in [lake.path(&format!("_staging/{id}")), lake.path(&format!("_ingest/{id}"))] {
-        let paths: Vec<_> =
-            lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
-        for path in paths {
-            match lake.store().delete(&path).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Error::store("delete", &path)(e)),
-            }
+    lake.abort_staged(id).await?;
+    let prefix = lake.path(&format!("_ingest/{id}"));
+    let paths: Vec<_> =
+        lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
+    for path in paths {
+        match lake.store().delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(Error::store("delete", &path)(e)),
         }
     }
     Ok(())
@@ -284,12 +284,13 @@ async fn stage(lake: &Lake, id: &str, unit: u32, files: Vec<ReleaseFile>) -> Res
     txn.write_rows(part.ref_posts).await?;
     txn.write_rows(part.knowledge).await?;
     txn.write_rows(part.embeddings).await?;
-    let staged = txn.staged();
+    let staged = txn.stage().await?;
     Ok(UnitDone { rows: staged.rows, bytes: staged.bytes, parts: staged.files.len() })
 }
 
-/// Moves everything staged into the tables, deletes the replaced world,
-/// and records the commit. Safe to run again, and by two workers at once.
+/// Commits everything staged, and for `--replace` removes the world it
+/// replaces in the same commit; then records the commit. Safe to run
+/// again, and by two workers at once: the log takes the ingestion once.
 async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
     let mut record = CommitRecord { committed_at: chrono::Utc::now().timestamp(), ..Default::default() };
     for unit in 0..manifest.units.len() as u32 {
@@ -300,10 +301,8 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
         record.bytes += done.bytes;
         record.parts += done.parts;
     }
-    lake.commit_staged(&manifest.id).await?;
-    if manifest.replace {
-        delete_world(lake, Some(&manifest.id)).await?;
-    }
+    let removal = if manifest.replace { Removal::Tables(WORLD_TABLES.map(str::to_string).to_vec()) } else { Removal::Nothing };
+    lake.commit_staged(&manifest.id, removal).await?;
     put_json(lake, &state_path(lake, &manifest.id, "committed.json"), &record).await?;
     Ok(record)
 }

@@ -14,7 +14,6 @@ use async_trait::async_trait;
 use chrono::NaiveDate;
 use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
-use futures::TryStreamExt;
 use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, WorldBackend};
 use some_schemas::{
     EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts,
@@ -33,7 +32,8 @@ type VectorCache = (u64, HashMap<(String, String), (u64, Vectors)>);
 
 pub struct LakeBackend {
     lake: Lake,
-    ctx: SessionContext,
+    /// A session of the latest version seen, made again when the lake moves on.
+    ctx: Mutex<Option<(u64, SessionContext)>>,
     users: OnceCell<HashMap<String, UserRow>>,
     ref_posts: OnceCell<HashMap<String, String>>,
     knowledge: Mutex<HashMap<String, Arc<KnowledgeIndex>>>,
@@ -66,10 +66,9 @@ pub fn decode_vector(row: &EmbeddingRow) -> Result<Vec<f32>, BackendError> {
 
 impl LakeBackend {
     pub fn new(lake: Lake) -> crate::Result<LakeBackend> {
-        let ctx = lake.session()?;
         Ok(LakeBackend {
             lake,
-            ctx,
+            ctx: Mutex::new(None),
             users: OnceCell::new(),
             ref_posts: OnceCell::new(),
             knowledge: Mutex::new(HashMap::new()),
@@ -78,8 +77,23 @@ impl LakeBackend {
         })
     }
 
+    /// A session of the lake's latest version (one probe of the log).
+    async fn session(&self) -> Result<SessionContext, BackendError> {
+        let snapshot = self.lake.snapshot().await.map_err(err)?;
+        let mut cached = self.ctx.lock().map_err(err)?;
+        match &*cached {
+            Some((version, ctx)) if *version == snapshot.version() => Ok(ctx.clone()),
+            _ => {
+                let version = snapshot.version();
+                let ctx = self.lake.session_of(snapshot).map_err(err)?;
+                *cached = Some((version, ctx.clone()));
+                Ok(ctx)
+            }
+        }
+    }
+
     async fn rows<R: Row>(&self, filter: Expr, order: Vec<datafusion::logical_expr::SortExpr>) -> Result<Vec<R>, BackendError> {
-        let mut df = self.ctx.table(R::TABLE).await.map_err(err)?.filter(filter).map_err(err)?;
+        let mut df = self.session().await?.table(R::TABLE).await.map_err(err)?.filter(filter).map_err(err)?;
         if !order.is_empty() {
             df = df.sort(order).map_err(err)?;
         }
@@ -96,9 +110,8 @@ impl LakeBackend {
         if let Some(known) = self.streams.lock().map_err(err)?.get(&key) {
             return Ok(*known);
         }
-        let prefix = self.lake.path(&format!("{}/source={}/bucket={bucket}", PostRow::TABLE, source.as_str()));
-        let first = self.lake.store().list(Some(&prefix)).try_next().await.map_err(err)?;
-        let exists = first.is_some();
+        let folder = format!("{}/source={}/bucket={bucket}", PostRow::TABLE, source.as_str());
+        let exists = self.lake.snapshot().await.map_err(err)?.files_under(&folder).next().is_some();
         self.streams.lock().map_err(err)?.insert(key, exists);
         Ok(exists)
     }

@@ -19,8 +19,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
-use object_store::ObjectStoreExt;
 use some_jobs::progress::Progress;
 use some_jobs::release::ReleaseWriter;
 use some_jobs::synth::World;
@@ -49,7 +47,7 @@ pub struct ImportReport {
 /// id, so same content) is skipped, so importing twice adds nothing.
 pub async fn ingest_queries(lake: &Lake, rows: Vec<QueryRow>) -> Result<ImportReport> {
     let started = Instant::now();
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     let existing: HashSet<QueryId> = ctx
         .table(queries::TABLE)
         .await?
@@ -77,7 +75,7 @@ pub async fn ingest_queries(lake: &Lake, rows: Vec<QueryRow>) -> Result<ImportRe
 
 /// Reads every query of the lake.
 pub async fn read_queries(lake: &Lake) -> Result<Vec<QueryRow>> {
-    let ctx = lake.session()?;
+    let ctx = lake.session().await?;
     lake.read::<QueryRow>(&ctx, None).await
 }
 
@@ -113,30 +111,10 @@ pub(crate) async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the world tables' files, except those of transaction `keep`
-/// (the world replacing them, already moved in).
-pub(crate) async fn delete_world(lake: &Lake, keep: Option<&str>) -> Result<()> {
-    let keep = keep.map(|id| format!("part-{id}-"));
-    for table in WORLD_TABLES {
-        let prefix = lake.path(table);
-        let files: Vec<_> =
-            lake.store().list(Some(&prefix)).map_ok(|m| m.location).try_collect().await.map_err(Error::store("list", &prefix))?;
-        for file in files {
-            if keep.as_deref().is_some_and(|k| file.filename().is_some_and(|name| name.starts_with(k))) {
-                continue;
-            }
-            match lake.store().delete(&file).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Error::store("delete", &file)(e)),
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn finish(lake: &Lake, txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
+/// Commits the world; replacing one swaps the tables in the same commit.
+async fn finish(mut txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
     if replace {
-        delete_world(lake, None).await?;
+        txn.replace_tables(&WORLD_TABLES);
     }
     let committed = txn.commit().await?;
     Ok(ImportReport {
@@ -239,7 +217,7 @@ pub async fn write_world(
         return Err(e);
     }
     progress.finish();
-    finish(lake, txn, replace, started).await
+    finish(txn, replace, started).await
 }
 
 /// The release files of one generated unit: its location stream or topic

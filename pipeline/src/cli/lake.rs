@@ -1,0 +1,76 @@
+//! `some lake history|convert` and `some vacuum`: the lake's versions, and
+//! the files no version needs.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use some_workers::{Lake, LakeLocation};
+
+#[derive(Debug, Subcommand)]
+pub enum LakeCmd {
+    /// The lake's versions, newest last: what each transaction added and removed.
+    History(History),
+    /// Convert a lake of the folder layout of earlier builds in place (one
+    /// commit adds every file its tables hold).
+    Convert,
+}
+
+#[derive(Debug, Args)]
+pub struct History {
+    /// Show this many versions, the latest ones.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+impl LakeCmd {
+    pub async fn run(self, location: &str) -> anyhow::Result<ExitCode> {
+        let location: LakeLocation = location.parse()?;
+        match self {
+            LakeCmd::History(cmd) => {
+                let lake = Lake::open(&location).await?;
+                let latest = lake.snapshot().await?.version();
+                let from = (latest + 1).saturating_sub(cmd.limit as u64);
+                println!("{:>8}  {:<25}  {:>6}  {:>10}  {:>7}  transaction", "version", "committed (UTC)", "files", "rows", "removed");
+                for c in lake.history(from, cmd.limit).await? {
+                    println!("{:>8}  {:<25}  {:>6}  {:>10}  {:>7}  {}", c.version, c.committed_at(), c.added, c.rows, c.removed, c.txn);
+                }
+            }
+            LakeCmd::Convert => {
+                let (lake, files) = Lake::convert(&location).await?;
+                println!("converted the lake at {}: {files} files committed as version {}", location, lake.snapshot().await?.version());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// `some vacuum`.
+#[derive(Debug, Args)]
+pub struct Vacuum {
+    /// Keep what versions of the last this many hours need (time travel
+    /// further back than this may fail afterwards).
+    #[arg(long, default_value_t = 168.0)]
+    pub retain_hours: f64,
+    /// Count what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl Vacuum {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        if !(self.retain_hours >= 0.0 && self.retain_hours.is_finite()) {
+            anyhow::bail!("--retain-hours must be a number of hours, 0 or more (got {})", self.retain_hours);
+        }
+        let done = lake.vacuum(Duration::from_secs_f64(self.retain_hours * 3600.0), self.dry_run).await?;
+        let verb = if self.dry_run { "would delete" } else { "deleted" };
+        println!(
+            "{verb} {} removed files, {} files of uncommitted transactions, {} staged parts ({:.1} MB)",
+            done.removed,
+            done.orphans,
+            done.staged,
+            done.bytes as f64 / 1e6
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,528 @@
+//! The lake's transaction log: which files make up every table, as of every
+//! version.
+//!
+//! ```text
+//! _log/00000000000000000000.json             version 0: the lake's creation (schema version)
+//! _log/00000000000000000001.json             one commit: files added and removed, in any tables
+//! _log/00000000000000000100.checkpoint.json  the whole state as of version 100
+//! _log/_last_checkpoint                      the latest checkpoint's version (a hint)
+//! ```
+//!
+//! A commit is written with a conditional put (create if absent): of two
+//! writers racing for the same version exactly one wins, and the other
+//! reads what won and tries the next version; appends never conflict, and a
+//! commit that removes a file someone else removed first fails. Data files
+//! are written before their commit, under names no other transaction uses,
+//! and nothing reads a file the log does not name: a crash anywhere leaves
+//! either the whole transaction or none of it. A transaction has a name,
+//! and a name the log holds already is not committed again, so a job that
+//! died after its commit landed and runs again commits nothing twice.
+//!
+//! Why not Delta Lake's log: it is per table, and the lake's transactions
+//! span tables (a release, a simulation turn, an episode with its scores);
+//! one log for the lake makes them atomic together, and costs no new crate.
+//! The format is Delta's in spirit: dense versions, add and remove actions,
+//! checkpoints, tombstones kept for `some vacuum`'s retention.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use super::Lake;
+use crate::error::{Error, Result};
+
+/// How many versions apart checkpoints are written; `SOME_LAKE_CHECKPOINT_INTERVAL`
+/// overrides it (a reader replays at most this many commit files).
+const CHECKPOINT_INTERVAL: u64 = 100;
+
+/// One data file of a table, as the log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Relative to the lake root: `<table>/<column>=<value>/…/<name>.parquet`.
+    pub path: String,
+    pub size: u64,
+    pub rows: u64,
+    /// When it was written, in milliseconds since the epoch.
+    pub written_ms: i64,
+}
+
+impl FileEntry {
+    pub fn table(&self) -> &str {
+        self.path.split('/').next().unwrap_or_default()
+    }
+}
+
+/// One version of the lake.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Commit {
+    pub version: u64,
+    pub timestamp_ms: i64,
+    /// The transaction's name.
+    pub txn: String,
+    /// Only in version 0: the schema version the lake was created with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    #[serde(default)]
+    pub add: Vec<FileEntry>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// The lake's state as of one version: every live file, the files removed
+/// (with when), and the names of the transactions committed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Commits applied so far (the version is one less).
+    applied: u64,
+    timestamp_ms: i64,
+    schema_version: u32,
+    files: BTreeMap<String, FileEntry>,
+    /// Files no longer live, with when they were removed.
+    removed: BTreeMap<String, i64>,
+    txns: BTreeSet<String>,
+}
+
+impl Snapshot {
+    pub fn version(&self) -> u64 {
+        self.applied.saturating_sub(1)
+    }
+
+    /// When the version was committed (milliseconds since the epoch).
+    pub fn timestamp_ms(&self) -> i64 {
+        self.timestamp_ms
+    }
+
+    pub fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+
+    pub fn has_txn(&self, name: &str) -> bool {
+        self.txns.contains(name)
+    }
+
+    pub fn file(&self, path: &str) -> Option<&FileEntry> {
+        self.files.get(path)
+    }
+
+    /// The live files whose path starts with the folder `folder` (no
+    /// trailing slash; "" is every file).
+    pub fn files_under<'a>(&'a self, folder: &str) -> impl Iterator<Item = &'a FileEntry> + 'a {
+        let start = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+        let end = start.clone();
+        self.files.range(start..).take_while(move |(path, _)| path.starts_with(&end)).map(|(_, entry)| entry)
+    }
+
+    /// When a commit removed `path` (milliseconds since the epoch), if one did.
+    pub(super) fn removed_at(&self, path: &str) -> Option<i64> {
+        self.removed.get(path).copied()
+    }
+
+    fn apply(&mut self, commit: &Commit) -> Result<()> {
+        if commit.version != self.applied {
+            return Err(Error::Invalid(format!("lake log: expected version {}, read version {}", self.applied, commit.version)));
+        }
+        if let Some(v) = commit.schema_version {
+            self.schema_version = v;
+        }
+        for path in &commit.remove {
+            if self.files.remove(path).is_none() {
+                return Err(Error::Invalid(format!("lake log version {}: removes {path}, which is not live", commit.version)));
+            }
+            self.removed.insert(path.clone(), commit.timestamp_ms);
+        }
+        for entry in &commit.add {
+            self.removed.remove(&entry.path);
+            self.files.insert(entry.path.clone(), entry.clone());
+        }
+        self.txns.insert(commit.txn.clone());
+        self.timestamp_ms = commit.timestamp_ms;
+        self.applied += 1;
+        Ok(())
+    }
+}
+
+/// What a transaction removes besides adding its files.
+#[derive(Debug, Clone, Default)]
+pub enum Removal {
+    #[default]
+    Nothing,
+    /// These files, each of which must still be live when the commit lands
+    /// (a file another writer removed first fails the commit).
+    Files(Vec<String>),
+    /// Every live file of these tables, as of the version the commit lands
+    /// on (replacing the tables' contents).
+    Tables(Vec<String>),
+}
+
+impl Removal {
+    fn resolve(&self, snapshot: &Snapshot, txn: &str) -> Result<Vec<String>> {
+        match self {
+            Removal::Nothing => Ok(Vec::new()),
+            Removal::Files(paths) => {
+                if let Some(gone) = paths.iter().find(|p| snapshot.file(p).is_none()) {
+                    return Err(Error::Invalid(format!(
+                        "transaction {txn} removes {gone}, which another commit removed first (lake version {}): run it again",
+                        snapshot.version()
+                    )));
+                }
+                Ok(paths.clone())
+            }
+            Removal::Tables(tables) => {
+                Ok(tables.iter().flat_map(|t| snapshot.files_under(t)).map(|entry| entry.path.clone()).collect())
+            }
+        }
+    }
+}
+
+/// A version of the lake to read: a version number or a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsOf {
+    Version(u64),
+    /// The last version committed at or before this moment (milliseconds
+    /// since the epoch).
+    Timestamp(i64),
+}
+
+impl std::str::FromStr for AsOf {
+    type Err = String;
+
+    /// A version number, or an RFC 3339 time (`2026-11-24T08:00:00Z`), or a
+    /// UTC date and time (`2026-11-24 08:00:00`, `2026-11-24`).
+    fn from_str(s: &str) -> Result<AsOf, String> {
+        if let Ok(v) = s.parse::<u64>() {
+            return Ok(AsOf::Version(v));
+        }
+        if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+            return Ok(AsOf::Timestamp(t.timestamp_millis()));
+        }
+        for format in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"] {
+            if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, format) {
+                return Ok(AsOf::Timestamp(t.and_utc().timestamp_millis()));
+            }
+        }
+        if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+            return Ok(AsOf::Timestamp(d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc().timestamp_millis()));
+        }
+        Err(format!("{s:?} is neither a lake version (a number) nor a time (2026-11-24T08:00:00Z, 2026-11-24 08:00:00, 2026-11-24)"))
+    }
+}
+
+/// Where the process waits to be killed, when `SOME_FAULT_PAUSE` names this
+/// point: the crash-injection tests SIGKILL it there, at every step of a
+/// commit.
+pub(crate) fn fault_point(point: &str) {
+    if std::env::var("SOME_FAULT_PAUSE").is_ok_and(|p| p == point) {
+        eprintln!("fault point {point}: paused");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
+
+fn checkpoint_interval() -> u64 {
+    std::env::var("SOME_LAKE_CHECKPOINT_INTERVAL").ok().and_then(|v| v.parse().ok()).filter(|v| *v > 0).unwrap_or(CHECKPOINT_INTERVAL)
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[derive(Serialize, Deserialize)]
+struct LastCheckpoint {
+    version: u64,
+}
+
+impl Lake {
+    fn commit_path(&self, version: u64) -> Path {
+        self.path(&format!("_log/{version:020}.json"))
+    }
+
+    fn checkpoint_path(&self, version: u64) -> Path {
+        self.path(&format!("_log/{version:020}.checkpoint.json"))
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &Path) -> Result<Option<T>> {
+        let bytes = match self.store.get(path).await {
+            Ok(got) => got.bytes().await.map_err(Error::store("read", path))?,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(Error::store("read", path)(e)),
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Invalid(format!("{path}: unreadable lake log file: {e}")))
+    }
+
+    pub(super) async fn read_commit(&self, version: u64) -> Result<Option<Commit>> {
+        self.get_json(&self.commit_path(version)).await
+    }
+
+    /// Writes version 0 unless some process did; returns it.
+    pub(super) async fn create_log(&self, schema_version: u32) -> Result<Commit> {
+        let commit =
+            Commit { version: 0, timestamp_ms: now_ms(), txn: "create".into(), schema_version: Some(schema_version), add: vec![], remove: vec![] };
+        match self.put_commit(&commit).await? {
+            true => Ok(commit),
+            false => self.read_commit(0).await?.ok_or_else(|| Error::Invalid(format!("{}: version 0 exists and cannot be read", self.location))),
+        }
+    }
+
+    /// Writes `commit` if its version is free; false if another writer took it.
+    async fn put_commit(&self, commit: &Commit) -> Result<bool> {
+        let path = self.commit_path(commit.version);
+        let bytes = serde_json::to_vec(commit).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(e) => Err(Error::store("commit", &path)(e)),
+        }
+    }
+
+    /// Applies the commits after `snapshot`'s version, up to `last`.
+    async fn catch_up(&self, snapshot: &mut Snapshot, last: Option<u64>) -> Result<()> {
+        while last.is_none_or(|last| snapshot.applied <= last) {
+            match self.read_commit(snapshot.applied).await? {
+                Some(commit) => snapshot.apply(&commit)?,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// The latest state, from the latest checkpoint the hint names (or
+    /// from version 0) and the commits after it.
+    pub(super) async fn load_latest(&self) -> Result<Snapshot> {
+        let hint: Option<LastCheckpoint> = self.get_json(&self.path("_log/_last_checkpoint")).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "lake log: unreadable checkpoint hint; replaying from version 0");
+            None
+        });
+        let mut snapshot = match hint {
+            Some(h) => self.get_json::<Snapshot>(&self.checkpoint_path(h.version)).await?.unwrap_or_default(),
+            None => Snapshot::default(),
+        };
+        self.catch_up(&mut snapshot, None).await?;
+        Ok(snapshot)
+    }
+
+    /// The lake as of `at`, from the nearest checkpoint before it.
+    pub(super) async fn load_as_of(&self, at: AsOf, latest: &Snapshot) -> Result<Snapshot> {
+        let version = match at {
+            AsOf::Version(v) if v > latest.version() => {
+                return Err(Error::Invalid(format!("the lake at {} has versions 0 to {}, not {v}", self.location, latest.version())));
+            }
+            AsOf::Version(v) if v == latest.version() => return Ok(latest.clone()),
+            AsOf::Version(v) => v,
+            AsOf::Timestamp(t) if t >= latest.timestamp_ms => return Ok(latest.clone()),
+            AsOf::Timestamp(_) => latest.version(),
+        };
+        let interval = checkpoint_interval();
+        let mut base = Snapshot::default();
+        let mut candidate = version - version % interval;
+        while candidate > 0 {
+            if let Some(checkpoint) = self.get_json::<Snapshot>(&self.checkpoint_path(candidate)).await? {
+                let before = match at {
+                    AsOf::Timestamp(t) => checkpoint.timestamp_ms <= t,
+                    AsOf::Version(_) => true,
+                };
+                if before {
+                    base = checkpoint;
+                    break;
+                }
+            }
+            candidate -= interval;
+        }
+        loop {
+            if base.applied > version {
+                break;
+            }
+            let Some(commit) = self.read_commit(base.applied).await? else { break };
+            if let AsOf::Timestamp(t) = at
+                && commit.timestamp_ms > t
+            {
+                break;
+            }
+            base.apply(&commit)?;
+        }
+        if base.applied == 0 {
+            let created = self.read_commit(0).await?.map_or(0, |c| c.timestamp_ms);
+            return Err(Error::Invalid(format!(
+                "the lake at {} was created at {}, after the time asked for",
+                self.location,
+                chrono::DateTime::from_timestamp_millis(created).map_or_else(|| created.to_string(), |t| t.to_rfc3339())
+            )));
+        }
+        Ok(base)
+    }
+
+    /// The latest state (refreshed), or the pinned one of a lake opened
+    /// [`Lake::as_of`] a version.
+    pub async fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        if let Some(pinned) = &self.pinned {
+            return Ok(pinned.clone());
+        }
+        let mut latest = self.latest.lock().await;
+        self.catch_up(Arc::make_mut(&mut latest), None).await?;
+        Ok(latest.clone())
+    }
+
+    /// The lake as it was at `at`: reads see that version; writes are refused.
+    pub async fn as_of(&self, at: AsOf) -> Result<Lake> {
+        let latest = self.snapshot().await?;
+        let snapshot = self.load_as_of(at, &latest).await?;
+        Ok(Lake { pinned: Some(Arc::new(snapshot)), ..self.clone() })
+    }
+
+    /// The lake pinned at its latest version: every read through it sees
+    /// that version, whatever commits land meanwhile.
+    pub async fn pinned(&self) -> Result<Lake> {
+        Ok(Lake { pinned: Some(self.snapshot().await?), ..self.clone() })
+    }
+
+    /// Commits `add` and `removal` as transaction `txn`, at the next free
+    /// version. Returns the version, or `None` if the log already holds
+    /// `txn` (nothing is written again).
+    pub(super) async fn commit_files(&self, txn: &str, add: Vec<FileEntry>, removal: &Removal) -> Result<Option<u64>> {
+        if self.pinned.is_some() {
+            return Err(Error::Invalid(format!("the lake at {} is opened as of an earlier version: it cannot be written", self.location)));
+        }
+        fault_point("before-commit");
+        let mut latest = self.latest.lock().await;
+        let snapshot = Arc::make_mut(&mut latest);
+        loop {
+            self.catch_up(snapshot, None).await?;
+            if snapshot.has_txn(txn) {
+                return Ok(None);
+            }
+            let commit = Commit {
+                version: snapshot.applied,
+                // Never before the previous version: time travel by time
+                // needs timestamps in version order.
+                timestamp_ms: now_ms().max(snapshot.timestamp_ms),
+                txn: txn.to_string(),
+                schema_version: None,
+                add: add.clone(),
+                remove: removal.resolve(snapshot, txn)?,
+            };
+            if !self.put_commit(&commit).await? {
+                continue;
+            }
+            snapshot.apply(&commit)?;
+            fault_point("after-commit");
+            let interval = checkpoint_interval();
+            if commit.version % interval == 0
+                && let Err(e) = self.write_checkpoint(snapshot).await
+            {
+                tracing::warn!(error = %e, version = commit.version, "lake log: checkpoint not written (readers replay more commits)");
+            }
+            return Ok(Some(commit.version));
+        }
+    }
+
+    async fn write_checkpoint(&self, snapshot: &Snapshot) -> Result<()> {
+        let path = self.checkpoint_path(snapshot.version());
+        let bytes = serde_json::to_vec(snapshot).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+        self.store.put(&path, PutPayload::from(bytes)).await.map_err(Error::store("write", &path))?;
+        fault_point("after-checkpoint");
+        let hint = self.path("_log/_last_checkpoint");
+        let bytes = serde_json::to_vec(&LastCheckpoint { version: snapshot.version() }).expect("plain struct");
+        self.store.put(&hint, PutPayload::from(bytes)).await.map_err(Error::store("write", &hint))?;
+        Ok(())
+    }
+
+    /// The commits from `from` on (at most `limit`), newest last.
+    pub async fn history(&self, from: u64, limit: usize) -> Result<Vec<CommitInfo>> {
+        let mut out = Vec::new();
+        let mut version = from;
+        while out.len() < limit {
+            let Some(commit) = self.read_commit(version).await? else { break };
+            out.push(CommitInfo {
+                version,
+                timestamp_ms: commit.timestamp_ms,
+                txn: commit.txn,
+                added: commit.add.len(),
+                rows: commit.add.iter().map(|f| f.rows).sum(),
+                removed: commit.remove.len(),
+            });
+            version += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// One line of `some lake history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    pub version: u64,
+    pub timestamp_ms: i64,
+    pub txn: String,
+    pub added: usize,
+    pub rows: u64,
+    pub removed: usize,
+}
+
+impl CommitInfo {
+    /// When it was committed, RFC 3339 in UTC.
+    pub fn committed_at(&self) -> String {
+        chrono::DateTime::from_timestamp_millis(self.timestamp_ms).map_or_else(|| self.timestamp_ms.to_string(), |t| t.to_rfc3339())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(path: &str) -> FileEntry {
+        FileEntry { path: path.into(), size: 1, rows: 1, written_ms: 0 }
+    }
+
+    fn commit(version: u64, txn: &str, add: &[&str], remove: &[&str]) -> Commit {
+        Commit {
+            version,
+            timestamp_ms: version as i64,
+            txn: txn.into(),
+            schema_version: None,
+            add: add.iter().map(|p| entry(p)).collect(),
+            remove: remove.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_applies_commits_in_order_and_refuses_gaps_and_unknown_removals() {
+        let mut s = Snapshot::default();
+        s.apply(&commit(0, "create", &[], &[])).unwrap();
+        s.apply(&commit(1, "a", &["t/x=1/a.parquet", "t/x=2/b.parquet", "u/c.parquet"], &[])).unwrap();
+        assert_eq!(s.files_under("t").count(), 2);
+        assert_eq!(s.files_under("t/x=1").count(), 1);
+        assert_eq!(s.files_under("t/x=").count(), 0, "folders match whole segments");
+        assert_eq!(s.files_under("").count(), 3);
+        assert!(s.apply(&commit(3, "gap", &[], &[])).is_err());
+        assert!(s.apply(&commit(2, "bad", &[], &["t/none.parquet"])).is_err());
+        s.apply(&commit(2, "swap", &["t/x=1/d.parquet"], &["t/x=1/a.parquet"])).unwrap();
+        assert!(s.file("t/x=1/a.parquet").is_none());
+        assert_eq!(s.removed_at("t/x=1/a.parquet"), Some(2));
+        assert_eq!(s.removed_at("t/x=2/b.parquet"), None);
+        assert!(s.has_txn("swap") && s.version() == 2);
+    }
+
+    #[test]
+    fn a_removal_of_files_another_commit_removed_fails_and_tables_take_what_is_live() {
+        let mut s = Snapshot::default();
+        s.apply(&commit(0, "create", &[], &[])).unwrap();
+        s.apply(&commit(1, "a", &["t/a.parquet", "t/b.parquet", "u/c.parquet"], &[])).unwrap();
+        let err = Removal::Files(vec!["t/a.parquet".into(), "t/z.parquet".into()]).resolve(&s, "compact").unwrap_err();
+        assert!(err.to_string().contains("t/z.parquet") && err.to_string().contains("run it again"), "{err}");
+        let mut all = Removal::Tables(vec!["t".into()]).resolve(&s, "replace").unwrap();
+        all.sort();
+        assert_eq!(all, ["t/a.parquet", "t/b.parquet"]);
+    }
+
+    #[test]
+    fn as_of_reads_versions_and_times() {
+        assert_eq!("12".parse::<AsOf>(), Ok(AsOf::Version(12)));
+        assert_eq!("1970-01-01T00:00:01Z".parse::<AsOf>(), Ok(AsOf::Timestamp(1000)));
+        assert_eq!("1970-01-01 00:00:02".parse::<AsOf>(), Ok(AsOf::Timestamp(2000)));
+        assert_eq!("1970-01-02".parse::<AsOf>(), Ok(AsOf::Timestamp(86_400_000)));
+        assert!("yesterday".parse::<AsOf>().unwrap_err().contains("neither"));
+    }
+}

@@ -1,0 +1,230 @@
+use std::time::Duration;
+
+use some_schemas::{KnowledgeRow, PostRow, PostSource, Row, TableDef, buckets};
+
+use super::*;
+
+fn knowledge(i: i64) -> KnowledgeRow {
+    KnowledgeRow { doc_index: i, content: format!("report {i}"), link: None, extra: None }
+}
+
+async fn open(dir: &std::path::Path) -> Lake {
+    Lake::open(&LakeLocation::Local(dir.to_path_buf())).await.unwrap()
+}
+
+async fn count(lake: &Lake, table: &str) -> String {
+    let batches = lake.sql(&format!("SELECT count(*) AS n FROM {table}")).await.unwrap();
+    format_batches(&batches, OutputFormat::Csv).unwrap().trim().trim_start_matches("n\n").to_string()
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    entries.flatten().flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] }).collect()
+}
+
+fn parquet_files(dir: &std::path::Path) -> usize {
+    walk(dir).iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")).count()
+}
+
+#[tokio::test]
+async fn committed_rows_are_queryable_and_aborted_rows_never_appear() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(0), knowledge(1)]).await.unwrap();
+    assert_eq!(count(&lake, "knowledge").await, "0", "written files are invisible until the commit");
+    let committed = txn.commit().await.unwrap();
+    assert_eq!((committed.rows, committed.files.len(), committed.version), (2, 1, Some(1)));
+    assert_eq!(count(&lake, "knowledge").await, "2");
+
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(2)]).await.unwrap();
+    txn.abort().await.unwrap();
+    assert_eq!(count(&lake, "knowledge").await, "2");
+    assert_eq!(parquet_files(dir.path()), 1, "an aborted transaction leaves no file");
+}
+
+#[tokio::test]
+async fn a_shared_transaction_commits_once_however_often_it_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    for (tag, docs) in [("u1", vec![knowledge(0), knowledge(1)]), ("u2", vec![knowledge(2)])] {
+        let mut txn = lake.txn_in("ingest-t", tag);
+        txn.write_rows(docs).await.unwrap();
+        txn.stage().await.unwrap();
+    }
+    // Staging a unit again replaces what it staged rather than adding copies.
+    let mut again = lake.txn_in("ingest-t", "u2");
+    again.write_rows(vec![knowledge(2)]).await.unwrap();
+    again.stage().await.unwrap();
+    assert_eq!(count(&lake, "knowledge").await, "0", "nothing is visible before the commit");
+
+    let committed = lake.commit_staged("ingest-t", Removal::Nothing).await.unwrap();
+    assert_eq!((committed.files.len(), committed.rows), (2, 3));
+    assert!(committed.files.iter().all(|p| p.filename().unwrap().starts_with("part-ingest-t-u")), "{:?}", committed.files);
+    assert_eq!(count(&lake, "knowledge").await, "3");
+    // A second committer (or a redelivered job) commits nothing.
+    assert_eq!(lake.commit_staged("ingest-t", Removal::Nothing).await.unwrap().version, None);
+    assert_eq!(count(&lake, "knowledge").await, "3");
+    assert!(lake.abort_staged("ingest-t").await.unwrap_err().to_string().contains("is committed"));
+    // A job's part is staged, never committed on its own.
+    assert!(lake.txn_in("ingest-t", "u3").commit().await.is_err());
+}
+
+#[tokio::test]
+async fn a_replacement_swaps_tables_in_one_version_and_earlier_versions_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(0), knowledge(1)]).await.unwrap();
+    let first = txn.commit().await.unwrap().version.unwrap();
+    let before = lake.snapshot().await.unwrap().timestamp_ms();
+
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(7)]).await.unwrap();
+    txn.replace_tables(&[KnowledgeRow::TABLE]);
+    let second = txn.commit().await.unwrap().version.unwrap();
+    assert_eq!(second, first + 1);
+    assert_eq!(count(&lake, "knowledge").await, "1");
+
+    let old = lake.as_of(AsOf::Version(first)).await.unwrap();
+    assert_eq!(count(&old, "knowledge").await, "2");
+    let by_time = lake.as_of(AsOf::Timestamp(before)).await.unwrap();
+    assert_eq!(count(&by_time, "knowledge").await, "2");
+    assert!(old.txn().commit().await.unwrap_err().to_string().contains("cannot be written"));
+    let err = lake.as_of(AsOf::Version(99)).await.unwrap_err().to_string();
+    assert!(err.contains("has versions 0 to 2, not 99"), "{err}");
+    let err = lake.as_of(AsOf::Timestamp(0)).await.unwrap_err().to_string();
+    assert!(err.contains("was created at"), "{err}");
+
+    // The replaced file is kept for the retention, then vacuumed.
+    assert_eq!(lake.vacuum(Duration::from_secs(3600), false).await.unwrap(), Vacuumed::default());
+    let done = lake.vacuum(Duration::ZERO, true).await.unwrap();
+    assert_eq!((done.removed, done.orphans), (1, 0));
+    assert_eq!(parquet_files(dir.path()), 2, "a dry run deletes nothing");
+    lake.vacuum(Duration::ZERO, false).await.unwrap();
+    assert_eq!(parquet_files(dir.path()), 1);
+    assert_eq!(count(&lake, "knowledge").await, "1");
+}
+
+#[tokio::test]
+async fn writers_with_their_own_handles_lose_no_commit_and_readers_catch_up_through_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (open(dir.path()).await, open(dir.path()).await);
+    let write = |lake: Lake, from: i64| async move {
+        for i in from..from + 110 {
+            let mut txn = lake.txn();
+            txn.write_rows(vec![knowledge(i)]).await.unwrap();
+            txn.commit().await.unwrap();
+        }
+    };
+    tokio::join!(write(a.clone(), 0), write(b.clone(), 1000));
+    assert_eq!(count(&a, "knowledge").await, "220");
+    assert_eq!(a.snapshot().await.unwrap().version(), 220);
+    assert!(dir.path().join("_log/00000000000000000200.checkpoint.json").is_file());
+    // A new reader starts from the checkpoint and replays what follows it.
+    let c = open(dir.path()).await;
+    assert_eq!(count(&c, "knowledge").await, "220");
+    assert_eq!(count(&c.as_of(AsOf::Version(150)).await.unwrap(), "knowledge").await, "150");
+    assert_eq!(c.history(219, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_compaction_racing_another_fails_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    for i in 0..3 {
+        let mut txn = lake.txn();
+        txn.write_rows(vec![knowledge(i)]).await.unwrap();
+        txn.commit().await.unwrap();
+    }
+    let parts: Vec<String> = lake.snapshot().await.unwrap().files_under("knowledge").map(|f| f.path.clone()).collect();
+    let mut first = lake.txn();
+    first.write_rows((0..3).map(knowledge).collect()).await.unwrap();
+    first.remove_files(parts.clone());
+    let mut second = lake.txn();
+    second.write_rows((0..3).map(knowledge).collect()).await.unwrap();
+    second.remove_files(parts);
+    first.commit().await.unwrap();
+    let err = second.commit().await.unwrap_err().to_string();
+    assert!(err.contains("another commit removed first"), "{err}");
+    assert_eq!(count(&lake, "knowledge").await, "3");
+}
+
+#[tokio::test]
+async fn partitions_become_hive_folders_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let bucket = buckets::raw("2025-05-01", "北京");
+    let post = |id: &str, source: PostSource| PostRow {
+        published_at: some_schemas::Timestamp::parse("2025-05-01 08:00:00"),
+        area: Some("北京".into()),
+        ..PostRow::new(id, format!("内容 {id}"), source, bucket.clone())
+    };
+    let mut txn = lake.txn();
+    txn.write_rows(vec![post("a", PostSource::Raw), post("b", PostSource::Raw), post("c", PostSource::Topic)]).await.unwrap();
+    txn.commit().await.unwrap();
+    assert!(dir.path().join(format!("posts/source=raw/bucket={bucket}")).is_dir());
+
+    let ctx = lake.session().await.unwrap();
+    let rows: Vec<PostRow> = lake
+        .read(&ctx, Some(datafusion::prelude::col(some_schemas::posts::source).eq(datafusion::prelude::lit(PostSource::Raw.as_str()))))
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = rows.iter().map(|r| r.post_id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, ["a", "b"]);
+    assert_eq!(rows[0], post(rows[0].post_id.as_str(), PostSource::Raw));
+}
+
+#[tokio::test]
+async fn unsafe_partition_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn();
+    let table = TableDef::of::<PostRow>();
+    let err = txn.put_part(&table, &["raw".into(), "../x".into()], bytes::Bytes::new(), 0).await.unwrap_err();
+    assert_eq!(err.to_string(), "table posts: partition value \"../x\" is not a safe path segment");
+}
+
+#[tokio::test]
+async fn a_lake_of_the_folder_layout_is_refused_by_name_and_converts_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("knowledge");
+    std::fs::create_dir_all(&folder).unwrap();
+    let batch = KnowledgeRow::to_batch(&[knowledge(0), knowledge(1)]).unwrap();
+    let bytes = encode_parquet(&TableDef::of::<KnowledgeRow>(), &batch).unwrap();
+    std::fs::write(folder.join("part-old-00000.parquet"), &bytes).unwrap();
+    std::fs::write(dir.path().join("_lake.json"), format!(r#"{{"schema_version": {}}}"#, some_schemas::SCHEMA_VERSION)).unwrap();
+
+    let location = LakeLocation::Local(dir.path().to_path_buf());
+    let err = Lake::open(&location).await.unwrap_err().to_string();
+    assert!(err.contains("written by an earlier build") && err.contains("some lake convert"), "{err}");
+    let (lake, files) = Lake::convert(&location).await.unwrap();
+    assert_eq!(files, 1);
+    assert_eq!(count(&lake, "knowledge").await, "2");
+    assert_eq!(count(&open(dir.path()).await, "knowledge").await, "2");
+}
+
+#[tokio::test]
+async fn a_lake_of_another_schema_version_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("_log")).unwrap();
+    std::fs::write(
+        dir.path().join("_log/00000000000000000000.json"),
+        r#"{"version": 0, "timestamp_ms": 0, "txn": "create", "schema_version": 1}"#,
+    )
+    .unwrap();
+    let err = Lake::open(&LakeLocation::Local(dir.path().to_path_buf())).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("the lake at {} has schema version 1", dir.path().display())), "{err}");
+    assert!(err.contains(&format!("this build reads version {}", some_schemas::SCHEMA_VERSION)), "{err}");
+}
+
+#[test]
+fn lake_locations_parse() {
+    assert_eq!("s3://b/some/prefix/".parse::<LakeLocation>().unwrap(), LakeLocation::S3 { bucket: "b".into(), prefix: "some/prefix".into() });
+    assert_eq!("file:///tmp/x".parse::<LakeLocation>().unwrap(), LakeLocation::Local("/tmp/x".into()));
+    assert!("gs://b".parse::<LakeLocation>().unwrap_err().to_string().contains("expected a folder path"));
+    assert!("s3:///x".parse::<LakeLocation>().unwrap_err().to_string().contains("needs a bucket"));
+}
