@@ -261,6 +261,11 @@ impl Background {
         Background { child, log }
     }
 
+    /// What it wrote to standard error so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
     /// SIGKILL: no chance to settle anything.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
