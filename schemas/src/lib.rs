@@ -37,7 +37,7 @@ pub use task::{Language, Scoring, Task};
 
 /// The version of the lake layout and message format. Bump it on any change a
 /// reader of older data would misread.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The Arrow schema / Parquet key-value metadata key that carries [`SCHEMA_VERSION`].
 pub const SCHEMA_VERSION_KEY: &str = "some.schema_version";

@@ -102,6 +102,10 @@ table! {
         /// JSON, as in the source.
         rca_list: Option<String>,
         extra: Option<String>,
+        /// The post's place in its source file (a location stream's line, a
+        /// topic's `media_info` entry, a timeline's `weibo` entry), from 0:
+        /// tools list posts in this order, as the reference shows them.
+        ordinal: i64,
         source: String,
         bucket: String,
     }
@@ -133,6 +137,7 @@ impl PostRow {
             video: None,
             rca_list: None,
             extra: None,
+            ordinal: 0,
             source: source.as_str().to_string(),
             bucket: bucket.into(),
         }
@@ -453,6 +458,7 @@ mod tests {
             video: None,
             rca_list: None,
             extra: Some("{\"k\":1}".into()),
+            ordinal: 7,
             source: "raw".into(),
             bucket: buckets::raw("2025-05-01", "北京"),
         }

@@ -7,6 +7,7 @@ mod ingestion;
 mod judging;
 mod lake;
 mod mcp;
+mod parity;
 mod queries;
 mod served;
 mod sim;

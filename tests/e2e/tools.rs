@@ -61,11 +61,16 @@ fn world() -> (Vec<PostRow>, Vec<UserRow>, Vec<KnowledgeRow>) {
         raw("r6", "2025-05-01 23:30:00", "深夜的北京三环依然很堵"),
         raw("r7", "2025-05-02 00:30:00", "凌晨北京下起了雨"),
     ];
+    // Each stream is listed in time order: its file order.
+    for (i, p) in posts.iter_mut().enumerate() {
+        p.ordinal = i as i64;
+    }
     posts[0].title = Some("地铁故障".into());
     posts[1].content.push_str(&"很长的内容".repeat(120));
     for (i, text) in ["火锅店排队两小时", "这家火锅太辣了", "下雨天适合吃火锅"].iter().enumerate() {
         let mut p = post(PostSource::Topic, &format!("t{i}"), &format!("2025-01-0{} 10:00:00", i + 1), text);
         p.topic = Some("重庆 火锅".into());
+        p.ordinal = i as i64;
         p.bucket = buckets::topic("重庆 火锅");
         p.title = Some("重庆 火锅".into());
         posts.push(p);
@@ -73,6 +78,8 @@ fn world() -> (Vec<PostRow>, Vec<UserRow>, Vec<KnowledgeRow>) {
     for (i, text) in ["今天去看了演唱会[心]", "早上好", "周末吃火锅"].iter().enumerate() {
         let mut p = post(PostSource::Weibo, &format!("w{i}"), &format!("2025-03-0{} 12:00:00", i + 1), text);
         p.uid = Some("1001".into());
+        // The timeline's file lists it newest first.
+        p.ordinal = 2 - i as i64;
         p.nickname = None;
         p.platform = None;
         p.bucket = buckets::weibo("1001");

@@ -354,6 +354,7 @@ fn read_raw(path: &Path, day: &str, location: &str, part: &mut ReleasePart) -> R
         let obj = object(path, &at, &value)?;
         let mut post = PostRow::new(String::new(), String::new(), PostSource::Raw, bucket.clone());
         post.area = Some(location.to_string());
+        post.ordinal = part.posts.len() as i64;
         fill_post(path, &at, RAW_FIELDS, obj, &mut post)?;
         if post.post_id.is_empty() {
             return Err(InputError::new(path, &at, "the post has no unique_id"));
@@ -372,10 +373,11 @@ fn read_topic(path: &Path, topic: &str, part: &mut ReleasePart) -> Result<(), In
         .get("media_info")
         .ok_or_else(|| InputError::new(path, "the top level", "required key \"media_info\" is missing"))?;
     let bucket = buckets::topic(topic);
-    for (key, post_value) in object(path, "media_info", media)? {
+    for (i, (key, post_value)) in object(path, "media_info", media)?.iter().enumerate() {
         let at = format!("media_info.{key:?}");
         let mut post = PostRow::new(String::new(), String::new(), PostSource::Topic, bucket.clone());
         post.post_id = key.clone();
+        post.ordinal = i as i64;
         post.topic = Some(topic.to_string());
         fill_post(path, &at, TOPIC_FIELDS, object(path, &at, post_value)?, &mut post)?;
         part.posts.push(post);
@@ -431,6 +433,7 @@ fn read_user(path: &Path, uid: &str, part: &mut ReleasePart) -> Result<(), Input
         let at = format!("weibo[{i}]");
         let mut post = PostRow::new(String::new(), String::new(), PostSource::Weibo, bucket.clone());
         post.uid = Some(uid.to_string());
+        post.ordinal = i as i64;
         fill_post(path, &at, WEIBO_FIELDS, object(path, &at, post_value)?, &mut post)?;
         if post.post_id.is_empty() {
             return Err(InputError::new(path, &at, "the post has no id"));

@@ -30,6 +30,14 @@ fn safe_name(path_part: &str) -> Result<&str, InputError> {
 
 /// The source object of a post: mapped columns under their source keys,
 /// then the keys kept in `extra`.
+/// Posts in the order their file lists them (`ordinal`), so a release
+/// read back numbers them the same.
+fn in_file_order(posts: &[PostRow]) -> Vec<&PostRow> {
+    let mut ordered: Vec<&PostRow> = posts.iter().collect();
+    ordered.sort_by(|a, b| (a.ordinal, &a.post_id).cmp(&(b.ordinal, &b.post_id)));
+    ordered
+}
+
 fn post_object(post: &PostRow, fields: &[(&str, Column)]) -> Map<String, Value> {
     let mut obj = Map::new();
     let s = |v: &Option<String>| v.clone().map(Value::String);
@@ -91,7 +99,7 @@ impl ReleaseWriter {
     pub fn raw(&self, day: &str, location: &str, posts: &[PostRow]) -> Result<(), InputError> {
         let path = self.file(&format!("raw_data/{day}_{}_sensitive.jsonl", safe_name(location)?))?;
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io_err(&path))?);
-        for post in posts {
+        for post in in_file_order(posts) {
             serde_json::to_writer(&mut out, &post_object(post, RAW_FIELDS)).map_err(|e| InputError::new(&path, "", e.to_string()))?;
             out.write_all(b"\n").map_err(io_err(&path))?;
         }
@@ -100,7 +108,7 @@ impl ReleaseWriter {
 
     /// `topic_data/{topic}.json`.
     pub fn topic(&self, topic: &str, posts: &[PostRow]) -> Result<(), InputError> {
-        let media: Map<String, Value> = posts.iter().map(|p| (p.post_id.clone(), Value::Object(post_object(p, TOPIC_FIELDS)))).collect();
+        let media: Map<String, Value> = in_file_order(posts).into_iter().map(|p| (p.post_id.clone(), Value::Object(post_object(p, TOPIC_FIELDS)))).collect();
         self.write_json(&format!("topic_data/{}.json", safe_name(topic)?), &json!({ "media_info": media }))
     }
 
@@ -123,7 +131,7 @@ impl ReleaseWriter {
         if let Some(Ok(Value::Object(extra))) = user.extra.as_deref().map(serde_json::from_str::<Value>) {
             profile.extend(extra);
         }
-        let weibo: Vec<Value> = posts.iter().map(|p| Value::Object(post_object(p, WEIBO_FIELDS))).collect();
+        let weibo: Vec<Value> = in_file_order(posts).into_iter().map(|p| Value::Object(post_object(p, WEIBO_FIELDS))).collect();
         let uid = safe_name(&user.uid)?;
         self.write_json(&format!("user_data/{uid}/{uid}.json"), &json!({ "user": profile, "weibo": weibo }))
     }

@@ -125,6 +125,7 @@ impl World {
             UnitPart::Weibo(users) => users::generate_timelines(self, users),
         };
         debug_assert_eq!(posts.len() as u64, unit.posts, "unit {} generated a different count than planned", unit.bucket);
+        number_in_file_order(&mut posts);
         // Time order within a file lets a window read skip pages by statistics.
         posts.sort_by(|a, b| (&a.uid, a.published_at).cmp(&(&b.uid, b.published_at)));
         posts
@@ -145,6 +146,30 @@ impl World {
     /// Every query the world was planned for.
     pub fn queries(&self) -> &[QueryRow] {
         &self.queries
+    }
+}
+
+/// The world's own file order, written as each post's `ordinal` (and kept
+/// by `--release-out`): a stream or topic in time order, a timeline newest
+/// first, as real timelines are.
+fn number_in_file_order(posts: &mut [PostRow]) {
+    let file = |p: &PostRow| (p.area.clone(), p.topic.clone(), p.uid.clone());
+    let mut order: Vec<usize> = (0..posts.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&posts[a], &posts[b]);
+        let time = if a.source == PostSource::Weibo.as_str() { b.published_at.cmp(&a.published_at) } else { a.published_at.cmp(&b.published_at) };
+        file(a).cmp(&file(b)).then(time).then_with(|| a.post_id.cmp(&b.post_id))
+    });
+    let mut previous = None;
+    let mut next = 0;
+    for i in order {
+        let key = Some(file(&posts[i]));
+        if key != previous {
+            next = 0;
+            previous = key;
+        }
+        posts[i].ordinal = next;
+        next += 1;
     }
 }
 

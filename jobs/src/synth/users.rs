@@ -127,6 +127,7 @@ impl Timeline<'_> {
             video: None,
             rca_list: None,
             extra: None,
+            ordinal: 0,
             source: PostSource::Weibo.as_str().to_string(),
             bucket: some_schemas::buckets::weibo(&self.user.uid),
         });

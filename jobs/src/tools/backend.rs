@@ -31,7 +31,7 @@ pub struct KnowledgeIndex {
 #[async_trait::async_trait]
 pub trait WorldBackend: Send + Sync {
     /// The posts of `location`'s stream on `day` with `start <= t < end`,
-    /// in time order; `None` if the lake has no stream for that day.
+    /// in file order (`ordinal`); `None` if the lake has no stream for that day.
     async fn stream_posts(
         &self,
         location: &str,
@@ -39,10 +39,10 @@ pub trait WorldBackend: Send + Sync {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Option<Vec<PostRow>>, BackendError>;
-    /// A topic's posts in time order; empty if there is no such topic.
+    /// A topic's posts in file order; empty if there is no such topic.
     async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError>;
     async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError>;
-    /// A user's timeline, newest first.
+    /// A user's timeline in file order (a real timeline is newest first).
     async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError>;
     /// Stored vectors of `model` for these posts (`None` where there is none).
     async fn post_vectors(&self, model: &str, keys: &[PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError>;
@@ -84,14 +84,14 @@ impl WorldBackend for MemoryBackend {
         }
         let mut out: Vec<PostRow> =
             in_stream.into_iter().filter(|p| p.published_at.is_some_and(|t| t >= start && t < end)).cloned().collect();
-        out.sort_by(|a, b| (a.published_at, &a.post_id).cmp(&(b.published_at, &b.post_id)));
+        out.sort_by(|a, b| (a.ordinal, &a.post_id).cmp(&(b.ordinal, &b.post_id)));
         Ok(Some(out))
     }
 
     async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError> {
         let mut out: Vec<PostRow> =
             self.posts.iter().filter(|p| p.source == PostSource::Topic.as_str() && p.topic.as_deref() == Some(topic)).cloned().collect();
-        out.sort_by(|a, b| (a.published_at, &a.post_id).cmp(&(b.published_at, &b.post_id)));
+        out.sort_by(|a, b| (a.ordinal, &a.post_id).cmp(&(b.ordinal, &b.post_id)));
         Ok(out)
     }
 
@@ -102,7 +102,7 @@ impl WorldBackend for MemoryBackend {
     async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError> {
         let mut out: Vec<PostRow> =
             self.posts.iter().filter(|p| p.source == PostSource::Weibo.as_str() && p.uid.as_deref() == Some(uid)).cloned().collect();
-        out.sort_by(|a, b| (b.published_at, &a.post_id).cmp(&(a.published_at, &b.post_id)));
+        out.sort_by(|a, b| (a.ordinal, &a.post_id).cmp(&(b.ordinal, &b.post_id)));
         Ok(out)
     }
 

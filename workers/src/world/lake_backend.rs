@@ -50,6 +50,11 @@ fn ts(t: Timestamp) -> Expr {
     lit(ScalarValue::TimestampSecond(Some(t.0), None))
 }
 
+/// Posts in the order of their source file, as the reference lists them.
+fn file_order() -> Vec<datafusion::logical_expr::SortExpr> {
+    vec![col(posts::ordinal).sort(true, false), col(posts::post_id).sort(true, false)]
+}
+
 fn partition(source: PostSource, bucket: &str) -> Expr {
     col(posts::source).eq(lit(source.as_str())).and(col(posts::bucket).eq(lit(bucket.to_string())))
 }
@@ -163,13 +168,12 @@ impl WorldBackend for LakeBackend {
             .and(col(posts::area).eq(lit(location.to_string())))
             .and(col(posts::published_at).gt_eq(ts(start)))
             .and(col(posts::published_at).lt(ts(end)));
-        let order = vec![col(posts::published_at).sort(true, false), col(posts::post_id).sort(true, false)];
-        Ok(Some(self.rows(filter, order).await?))
+        Ok(Some(self.rows(filter, file_order()).await?))
     }
 
     async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError> {
         let filter = partition(PostSource::Topic, &buckets::topic(topic)).and(col(posts::topic).eq(lit(topic.to_string())));
-        self.rows(filter, vec![col(posts::published_at).sort(true, false), col(posts::post_id).sort(true, false)]).await
+        self.rows(filter, file_order()).await
     }
 
     async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError> {
@@ -185,7 +189,7 @@ impl WorldBackend for LakeBackend {
 
     async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError> {
         let filter = partition(PostSource::Weibo, &buckets::weibo(uid)).and(col(posts::uid).eq(lit(uid.to_string())));
-        self.rows(filter, vec![col(posts::published_at).sort(false, true), col(posts::post_id).sort(true, false)]).await
+        self.rows(filter, file_order()).await
     }
 
     async fn post_vectors(&self, model: &str, keys: &[PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError> {
