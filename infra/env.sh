@@ -42,6 +42,19 @@ ensure_s3s_fs() {
   cargo install s3s-fs --version 0.14.1 --features binary --locked --root "$SOME_CACHE" --quiet
 }
 
+# The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
+# for the test that `some llm serve` streams to it. Exports SOME_OPENAI_PYTHON.
+ensure_openai_client() {
+  local venv="$SOME_CACHE/openai-venv"
+  export SOME_OPENAI_PYTHON="$venv/bin/python"
+  if "$SOME_OPENAI_PYTHON" -c 'import openai' >/dev/null 2>&1; then return 0; fi
+  if [ ! -x "$SOME_OPENAI_PYTHON" ]; then
+    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+  fi
+  say "installing the OpenAI Python client into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check openai==3.54.0
+}
+
 # RabbitMQ on 127.0.0.1:5672 (guest/guest).
 ensure_rabbitmq() {
   if (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then return 0; fi

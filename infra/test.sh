@@ -7,6 +7,7 @@ cd "$SOME_ROOT"
 ensure_build_tools
 ensure_s3s_fs
 ensure_rabbitmq
+ensure_openai_client
 # The CUDA kernels compile (NVRTC + ptxas, no GPU needed), a broken kernel
 # fails that check, and the `cuda` build's tests pass (the GPU parity test
 # prints why it is skipped where there is no GPU).

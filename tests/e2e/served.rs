@@ -20,6 +20,39 @@ fn http(port: u16, method: &str, path: &str, body: &str) -> (String, String) {
     (head.lines().next().unwrap_or_default().to_string(), body.to_string())
 }
 
+/// The official OpenAI Python client (installed by infra/test.sh) streams a
+/// reply and gets `NotFoundError` for a model the server does not serve.
+fn openai_client_streams_and_is_refused_an_unknown_model(addr: &str) {
+    let python = std::env::var("SOME_OPENAI_PYTHON")
+        .unwrap_or_else(|_| panic!("SOME_OPENAI_PYTHON is not set: run the tests through infra/test.sh, which installs the OpenAI client"));
+    let script = r#"
+import sys, openai
+client = openai.OpenAI(base_url=sys.argv[1], api_key="unused")
+stream = client.chat.completions.create(model="smollm2-135m-instruct", messages=[{"role": "user", "content": "Say hi"}],
+                                        stream=True, max_tokens=8, stream_options={"include_usage": True})
+chunks = list(stream)
+text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+assert text.strip(), "no streamed content"
+assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0, "no usage chunk"
+try:
+    client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
+    raise SystemExit("an unknown model was served")
+except openai.NotFoundError:
+    pass
+print("streamed", len(chunks), "chunks")
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script, &format!("http://{addr}/v1")])
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e}"));
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("streamed"),
+        "the OpenAI client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn every_task_runs_against_the_built_in_model_served_over_http() {
     let (_dir, lake) = lake_with_world();
@@ -39,6 +72,7 @@ fn every_task_runs_against_the_built_in_model_served_over_http() {
     assert_eq!(v["data"][0]["embedding"].as_array().map(Vec::len), Some(384));
     let (status, body) = http(port, "POST", "/v1/chat/completions", r#"{"messages": [{"role": "robot", "content": "x"}]}"#);
     assert!(status.contains("400") && body.contains("unknown role"), "{status} {body}");
+    openai_client_streams_and_is_refused_an_unknown_model(&addr);
 
     // The agent is the served model; the judge a scripted endpoint, so the
     // test spends its CPU on the agent's calls (judging is tested elsewhere).

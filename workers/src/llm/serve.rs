@@ -1,9 +1,14 @@
 //! `some llm serve`: the built-in models behind an OpenAI-compatible HTTP
 //! API, so workers and third-party clients use them like any vLLM endpoint.
 //!
-//! - `POST /v1/chat/completions` (non-streaming; tools accepted)
+//! - `POST /v1/chat/completions` (tools accepted; `"stream": true` answers
+//!   with server-sent events as the OpenAI API does, the whole reply in one
+//!   content chunk: the built-in models do not hand out tokens as they go)
 //! - `POST /v1/embeddings` (all-MiniLM-L6-v2)
 //! - `GET /v1/models`
+//!
+//! A request naming a model this server does not serve gets 404, as the
+//! OpenAI API answers, rather than another model's reply.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,11 +34,24 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"error": {"message": message.into(), "type": "invalid_request_error"}}))).into_response()
 }
 
+/// 404 unless the request names `served` or no model at all.
+fn check_model(body: &Value, served: &str) -> std::result::Result<(), Response> {
+    match body.get("model").and_then(Value::as_str) {
+        Some(asked) if asked != served => Err((
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {
+                "message": format!("The model `{asked}` does not exist on this server; it serves `{served}`"),
+                "type": "invalid_request_error",
+                "code": "model_not_found",
+            }})),
+        )
+            .into_response()),
+        _ => Ok(()),
+    }
+}
+
 /// Reads an OpenAI chat request body.
 pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, String> {
-    if body.get("stream").and_then(Value::as_bool) == Some(true) {
-        return Err("streaming is not supported; send \"stream\": false".into());
-    }
     let messages = body.get("messages").and_then(Value::as_array).ok_or("\"messages\" must be a list")?;
     let messages = messages
         .iter()
@@ -85,39 +103,81 @@ pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, Stri
 }
 
 async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Response {
+    if let Err(refused) = check_model(&body, served.chat.name()) {
+        return refused;
+    }
     let request = match parse_chat_request(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
-    match served.chat.chat(&request).await {
-        Ok(r) => {
-            let mut message = json!({"role": "assistant", "content": r.content});
-            if !r.tool_calls.is_empty() {
-                message["tool_calls"] = r
-                    .tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-            }
-            let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            Json(json!({
-                "id": format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
-                "object": "chat.completion",
-                "created": created,
-                "model": r.model,
-                "choices": [{"index": 0, "message": message, "finish_reason": r.finish_reason}],
-                "usage": {"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens, "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens},
-            }))
-            .into_response()
+    let r = match served.chat.chat(&request).await {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+    let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let tool_calls: Vec<Value> = r
+        .tool_calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    // OpenAI clients read a finished choice by its reason: "stop" unless the
+    // model said otherwise.
+    let finish_reason = r.finish_reason.clone().unwrap_or_else(|| if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
+    let usage = json!({"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens, "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens});
+    if body.get("stream").and_then(Value::as_bool) == Some(true) {
+        let include_usage = body["stream_options"].get("include_usage").and_then(Value::as_bool) == Some(true);
+        let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": r.model, "choices": choices});
+        let mut events = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))];
+        if !r.content.is_empty() {
+            events.push(chunk(json!([{"index": 0, "delta": {"content": r.content}, "finish_reason": null}])));
         }
-        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        if !tool_calls.is_empty() {
+            // A streamed call carries its position in the list.
+            let indexed: Vec<Value> = tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let mut c = c.clone();
+                    c["index"] = json!(i);
+                    c
+                })
+                .collect();
+            events.push(chunk(json!([{"index": 0, "delta": {"tool_calls": indexed}, "finish_reason": null}])));
+        }
+        events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}])));
+        if include_usage {
+            let mut last = chunk(json!([]));
+            last["usage"] = usage;
+            events.push(last);
+        }
+        let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        text.push_str("data: [DONE]\n\n");
+        return ([(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")], text)
+            .into_response();
     }
+    let mut message = json!({"role": "assistant", "content": r.content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    Json(json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": r.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage,
+    }))
+    .into_response()
 }
 
 async fn embeddings(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Response {
     let Some(embedder) = &served.embedder else {
         return error(StatusCode::NOT_FOUND, "this server has no embedding model");
     };
+    if let Err(refused) = check_model(&body, embedder.model()) {
+        return refused;
+    }
     let input: Vec<String> = match body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
@@ -184,10 +244,42 @@ mod tests {
         assert_eq!(r.messages[1].tool_calls[0].arguments, "{\"a\":1}");
         assert_eq!(r.messages[2].tool_call_id.as_deref(), Some("c1"));
         assert_eq!(r.messages[3].content, "hi");
-        assert_eq!(
-            parse_chat_request(&json!({"messages": [], "stream": true})).unwrap_err(),
-            "streaming is not supported; send \"stream\": false"
-        );
         assert_eq!(parse_chat_request(&json!({"messages": [{"role": "robot"}]})).unwrap_err(), "messages[0]: unknown role Some(\"robot\")");
+    }
+
+    async fn post(addr: SocketAddr, body: Value) -> (u16, String, String) {
+        let response = reqwest::Client::new().post(format!("http://{addr}/v1/chat/completions")).json(&body).send().await.unwrap();
+        let status = response.status().as_u16();
+        let kind = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        (status, kind, response.text().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn streams_as_server_sent_events_and_refuses_an_unknown_model() {
+        let model = some_jobs::testing::ScriptedModel::new("m", |_| {
+            Ok(some_jobs::chat::ChatResponse { content: "你好".into(), model: "m".into(), ..Default::default() })
+        });
+        let served = Served { chat: Arc::new(model), embedder: None };
+        let addr = serve(served, "127.0.0.1:0".parse().unwrap(), std::future::pending()).await.unwrap();
+        let messages = json!([{"role": "user", "content": "hi"}]);
+
+        let (status, kind, text) =
+            post(addr, json!({"model": "m", "messages": messages, "stream": true, "stream_options": {"include_usage": true}})).await;
+        assert_eq!((status, kind.as_str()), (200, "text/event-stream"));
+        let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.last(), Some(&"data: [DONE]"));
+        let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap()).collect();
+        assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
+        let content: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+        assert_eq!(content, "你好");
+        assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+        assert!(chunks.iter().any(|c| c["choices"][0]["finish_reason"].is_string()));
+        assert!(chunks.last().unwrap()["usage"].is_object(), "include_usage adds a last chunk with the usage");
+
+        let (status, _, text) = post(addr, json!({"model": "m", "messages": messages})).await;
+        assert_eq!(status, 200, "{text}");
+        let (status, _, text) = post(addr, json!({"model": "gpt-4o", "messages": messages})).await;
+        assert_eq!(status, 404);
+        assert!(text.contains("model_not_found") && text.contains("gpt-4o"), "{text}");
     }
 }
