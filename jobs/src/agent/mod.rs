@@ -4,8 +4,9 @@
 //! message, at most 20 model calls; every tool call of a reply is run in
 //! order and answered; the episode ends at the first reply without a tool
 //! call, whose text (with `<think>` removed) is the answer. If the budget
-//! runs out right after tool calls, the last message (a tool result) is the
-//! answer, as in the reference; the status says so.
+//! runs out right after tool calls, the last tool result, as the tool gave
+//! it (not the `<tool_response>` message that carries it), is the answer, as
+//! in the reference; the status says so.
 //!
 //! Two protocols: the reference's text protocol (tool schemas in the system
 //! prompt; calls read by [`crate::protocol::parse_reply`], results returned
@@ -206,6 +207,8 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
     };
     let mut messages = vec![Message::system(system), Message::user(user)];
     let mut last_was_tools = false;
+    // The text the last tool call gave: the answer if the budget runs out.
+    let mut last_result: Option<String> = None;
     while episode.llm_calls < settings.max_llm_calls {
         episode.llm_calls += 1;
         let request = ChatRequest {
@@ -255,11 +258,15 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
             Protocol::Text => {
                 let mut responses = Vec::new();
                 for call in &parsed.calls {
-                    responses.push(tool_response(&run_call(ctx, folders, &tools, call, &mut episode).await));
+                    let text = run_call(ctx, folders, &tools, call, &mut episode).await;
+                    responses.push(tool_response(&text));
+                    last_result = Some(text);
                 }
                 for m in parsed.malformed.iter().filter(|_| !quirks) {
                     episode.tool_errors += 1;
-                    responses.push(tool_response(&malformed_text(m)));
+                    let text = malformed_text(m);
+                    responses.push(tool_response(&text));
+                    last_result = Some(text);
                 }
                 messages.push(Message::user(responses.join("\n")));
             }
@@ -275,16 +282,17 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
                         }
                         (None, None) => format!("The tool call {} could not be read.", native.name),
                     };
-                    let mut m = Message::new(Role::Tool, text);
+                    let mut m = Message::new(Role::Tool, text.clone());
                     m.tool_call_id = Some(native.id.clone());
                     messages.push(m);
+                    last_result = Some(text);
                 }
             }
         }
         last_was_tools = true;
     }
     if last_was_tools {
-        episode.answer = messages.last().map(|m| m.content.clone());
+        episode.answer = last_result;
         episode.status = EpisodeStatus::BudgetExhausted;
     }
     episode.transcript.messages = messages;

@@ -84,11 +84,13 @@ fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
 }
 
 #[test]
-fn the_call_budget_ends_the_episode_with_the_last_message() {
+fn the_call_budget_ends_the_episode_with_the_last_raw_tool_result() {
     let model = scripted(vec![]);
     let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
     assert_eq!((ep.status, ep.llm_calls, ep.tool_calls), (EpisodeStatus::BudgetExhausted, 20, 20));
-    assert!(ep.answer.unwrap().starts_with("<tool_response>\n用户发表的 2 条微博"));
+    let answer = ep.answer.unwrap();
+    assert!(answer.starts_with("用户发表的 2 条微博"), "the tool's own text, without <tool_response>: {answer}");
+    assert!(!answer.contains("tool_response"), "{answer}");
 }
 
 #[test]

@@ -1,26 +1,23 @@
 //! SoMe's own fallback (`find_func_call` in its `qwen_agent/agent.py`):
-//! the call formats of models that ignore the `<tool_call>` instruction.
+//! the call formats of models that ignore the `<tool_call>` instruction,
+//! read as the reference reads them, on text that holds no `<think>` block.
 //!
-//! The patterns are tried in the reference's order on text that holds no
-//! `<think>` block; the first pattern that yields a call is the answer
-//! (the reference's source is not in our index, so whether it stops there
-//! or collects every pattern's calls could not be checked; stopping keeps
-//! a model that writes one call in two formats from running it twice).
-//! Every match of that pattern counts, in order. When no pattern yields a
-//! call, the whole text is tried as one JSON value (the notes say "when
-//! nothing matches"; the two readings differ only for a reply that is a
-//! call as a whole and also holds a non-call match, such as a `<tool>` tag
-//! inside one of its strings, which we read as the call it is).
+//! - Every pattern is tried, in the reference's order, and every call any
+//!   of them yields counts, in that order (a model that writes one call in
+//!   two formats runs it twice, as under the reference).
+//! - The whole text is tried as one JSON value only when no pattern matched
+//!   at all: a match that yields no call (a fence holding an answer, a
+//!   `<tool>` tag inside a call's string) still rules that out.
 //!
 //! The Python patterns are `re.findall(open + '(.*?)' + close, text,
 //! re.DOTALL)`; a lazy group between two literals is the text up to the
 //! first `close` after `open`, which plain substring search finds without a
 //! regex engine. The last pattern, `^([A-Za-z0-9_]+)\n({.*?})(?=\w*\n|$)`
 //! (GLM-4-0414's format: the tool name on one line, its arguments as a
-//! JSON object on the next), uses a look-ahead, which the `regex` crate
-//! lacks; [`name_line`] implements it by hand. The notes give no flags for
-//! it; we assume `re.MULTILINE` (the `^` only makes sense per line) and
-//! `re.DOTALL` (as in GLM's own parser, so the object may span lines).
+//! JSON object on the next), is compiled with `re.DOTALL` only, so `^` is
+//! the start of the text: at most one such call, and only when the reply
+//! (its surrounding whitespace trimmed, as every reply here is) starts with it. It uses a look-ahead, which the `regex` crate lacks;
+//! [`name_line`] implements it by hand.
 
 use super::call::{CALL_SHAPE, Found, Intent, json5, read_value};
 
@@ -48,16 +45,15 @@ const PATTERNS: [Pattern; 9] = [
 /// Reads `text` (think-stripped, no `<tool_call>` in it) with the fallback patterns.
 pub(super) fn read(text: &str) -> Found {
     let mut found = Found::default();
+    let mut matched = false;
     for (open, close, format, intent) in PATTERNS {
         for block in find_all(text, open, close) {
+            matched = true;
             read_block(block, open, format, intent, &mut found);
         }
-        if !found.calls.is_empty() {
-            return found;
-        }
     }
-    name_line(text, &mut found);
-    if !found.calls.is_empty() {
+    matched |= name_line(text, &mut found);
+    if matched {
         return found;
     }
     let whole = text.trim();
@@ -103,33 +99,27 @@ fn find_all<'t>(text: &'t str, open: &str, close: &str) -> Vec<&'t str> {
     blocks
 }
 
-/// `re.findall(r'^([A-Za-z0-9_]+)\n({.*?})(?=\w*\n|$)', text, re.M | re.S)`,
-/// each match a call of the named tool with the object as its arguments
-/// (an object that does not parse is ignored).
-fn name_line(text: &str, found: &mut Found) {
-    let mut line_start = Some(0);
-    while let Some(start) = line_start {
-        let rest = &text[start..];
-        let name_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
-        let object_start = start + name_len + 1;
-        let mut next = start;
-        if name_len > 0 && rest[name_len..].starts_with("\n{") {
-            // No accepted `}` after this `{` means none after any later one.
-            let Some(end) = lazy_object_end(text, object_start) else {
-                return;
-            };
-            if let Ok(serde_json::Value::Object(arguments)) = json5(&text[object_start..end]) {
-                found.call(rest[..name_len].to_string(), arguments, "name_line");
-            }
-            next = end;
-        }
-        line_start = text[next..].find('\n').map(|i| next + i + 1);
+/// `re.findall(r'^([A-Za-z0-9_]+)\n({.*?})(?=\w*\n|$)', text, re.DOTALL)`:
+/// a call of the named tool with the object as its arguments (an object
+/// that does not parse is ignored). Returns whether the pattern matched.
+fn name_line(text: &str, found: &mut Found) -> bool {
+    let name_len = text.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+    if name_len == 0 || !text[name_len..].starts_with("\n{") {
+        return false;
     }
+    let object_start = name_len + 1;
+    let Some(end) = lazy_object_end(text, object_start) else {
+        return false;
+    };
+    if let Ok(serde_json::Value::Object(arguments)) = json5(&text[object_start..end]) {
+        found.call(text[..name_len].to_string(), arguments, "name_line");
+    }
+    true
 }
 
 /// The end of the shortest `{.*?}` starting at `open` that the look-ahead
 /// `(?=\w*\n|$)` accepts: after the `}`, word characters then a newline,
-/// or the end of the line or text.
+/// or the end of the text.
 fn lazy_object_end(text: &str, open: usize) -> Option<usize> {
     let mut from = open + 1;
     while let Some(i) = text[from..].find('}') {

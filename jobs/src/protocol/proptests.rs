@@ -59,7 +59,7 @@ fn write(format: &str, name: &str, arguments: &Map<String, Value>) -> String {
         "tools" => format!("<tools>{object}</tools>"),
         "tool" => format!("<tool>{object}</tool>"),
         "mistral" => format!("[TOOL_CALLS]tool_call>[{object}]</tool_call>"),
-        "name_line" => format!("调用工具：\n{name}\n{args}"),
+        "name_line" => format!("{name}\n{args}"),
         _ => object,
     }
 }
@@ -78,6 +78,9 @@ const FORMATS: [&str; 11] = [
     "bare_json",
 ];
 
+/// The block formats in the reference's pattern order.
+const BLOCK_FORMATS: [&str; 8] = ["json_fence", "function", "function_call", "function_calls", "tool_calls", "tools", "tool", "mistral"];
+
 proptest! {
     #[test]
     fn arbitrary_text_never_panics(text in any::<String>()) {
@@ -93,6 +96,39 @@ proptest! {
         for malformed in &parsed.malformed {
             prop_assert!(malformed.snippet.chars().count() <= 200);
         }
+    }
+
+    #[test]
+    fn calls_in_two_formats_both_count_in_pattern_order(
+        first in 0..BLOCK_FORMATS.len(),
+        second in 0..BLOCK_FORMATS.len(),
+        arguments in arguments(),
+        name_line_first in any::<bool>(),
+    ) {
+        prop_assume!(first != second);
+        let (a, b) = (BLOCK_FORMATS[first], BLOCK_FORMATS[second]);
+        let mut text = format!("{}\n{}", write(a, "first", &arguments), write(b, "second", &arguments));
+        let mut expected = vec![
+            ToolCall { name: "first".into(), arguments: arguments.clone(), format: a },
+            ToolCall { name: "second".into(), arguments: arguments.clone(), format: b },
+        ];
+        if second < first {
+            expected.reverse();
+        }
+        // The name-line pattern is the reference's last; it reads only the
+        // start of the reply.
+        if name_line_first {
+            text = format!("{}\n{text}", write("name_line", "lead", &arguments));
+            expected.push(ToolCall { name: "lead".into(), arguments: arguments.clone(), format: "name_line" });
+        }
+        let parsed = parse_reply(&text);
+        prop_assert_eq!(parsed.calls, expected, "{}", text);
+    }
+
+    #[test]
+    fn a_name_line_after_the_start_is_no_call(name in "[a-z_]{1,20}", arguments in arguments(), lead in "[^\\s<`\\[][^\\n<`\\[]{0,19}") {
+        let text = format!("{lead}\n{}", write("name_line", &name, &arguments));
+        prop_assert_eq!(parse_reply(&text).calls, vec![], "{}", text);
     }
 
     #[test]

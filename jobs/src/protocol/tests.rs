@@ -124,14 +124,14 @@ fn mistral_tool_calls_marker() {
 }
 
 #[test]
-fn glm4_name_line_over_its_arguments() {
+fn glm4_name_line_over_its_arguments_only_at_the_start_of_the_reply() {
+    // The reference compiles `^…` without re.MULTILINE: one call, the first.
     let text =
         "post_search\n{\"query\": \"华为 发布会\", \"filter\": {\"min_likes\": 10}}\ntopic_clustering\n{\"folder_name\": \"huawei\"}";
-    let calls = vec![
-        call("post_search", json!({"query": "华为 发布会", "filter": {"min_likes": 10}}), "name_line"),
-        call("topic_clustering", json!({"folder_name": "huawei"}), "name_line"),
-    ];
+    let calls = vec![call("post_search", json!({"query": "华为 发布会", "filter": {"min_likes": 10}}), "name_line")];
     assert_eq!(parse_reply(text), reply(text, calls, vec![]));
+    let later = "我来调用工具：\npost_search\n{\"query\": \"华为\"}";
+    assert_eq!(parse_reply(later).calls, vec![]);
 }
 
 #[test]
@@ -143,9 +143,19 @@ fn a_bare_json_call() {
 }
 
 #[test]
-fn the_first_fallback_format_that_yields_a_call_wins() {
+fn every_fallback_pattern_counts_in_the_references_order() {
     let text = "<function_call>{\"name\": \"b\", \"arguments\": {}}</function_call>\n```json\n{\"name\": \"a\", \"arguments\": {}}\n```";
-    assert_eq!(parse_reply(text).calls, vec![call("a", json!({}), "json_fence")]);
+    assert_eq!(parse_reply(text).calls, vec![call("a", json!({}), "json_fence"), call("b", json!({}), "function_call")]);
+}
+
+#[test]
+fn the_whole_reply_is_read_as_json_only_when_no_pattern_matched() {
+    // A call whose string holds a `<tool>…</tool>` pair: the pattern matches
+    // (and yields nothing), so the reference never reads the whole reply.
+    let text = "{\"name\": \"post_search\", \"arguments\": {\"query\": \"<tool>x</tool>\"}}";
+    let parsed = parse_reply(text);
+    assert_eq!(parsed.calls, vec![]);
+    assert_eq!(parsed.malformed.len(), 1, "{:?}", parsed.malformed);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task};
 
-use super::{Judge, MAX_ANSWER_CHARS, Scored};
+use super::{Judge, MAX_ANSWER_CHARS, Scored, rubric_and_answer};
 use crate::tasks::{Evaluation, task_def};
 
 /// The failure label: no decision could be read.
@@ -21,19 +21,29 @@ pub fn read_label(task: Task, text: &str) -> Option<&'static str> {
     }
 }
 
-fn prompt(task: Task, query: &QueryRow, answer: &str) -> String {
-    let Evaluation::Label { extraction_prompt, .. } = task_def(task).evaluation else { return String::new() };
-    extraction_prompt.trim_end().replace("{behavior}", query.action.as_deref().unwrap_or("like")).replace("{raw answer}", answer)
+/// The extraction prompt as the reference sends it: the rubric as the
+/// system message, its last line (which quotes the answer) as the user message.
+fn messages(task: Task, query: &QueryRow, answer: &str) -> (String, String) {
+    let Evaluation::Label { extraction_prompt, .. } = task_def(task).evaluation else { return (String::new(), String::new()) };
+    let filled = extraction_prompt.replace("{behavior}", query.action.as_deref().unwrap_or("like"));
+    rubric_and_answer(&filled, answer)
+}
+
+/// Whether answers over [`MAX_ANSWER_CHARS`] fail: the reference's MID and
+/// UEA scripts do not apply the cut-off, the other label tasks' do.
+fn length_limited(task: Task) -> bool {
+    !matches!(task, Task::Mid | Task::Uea)
 }
 
 pub(super) async fn score_label(judge: &Judge<'_>, task: Task, query: &QueryRow, answer: &str) -> Scored {
     let mut scored = Scored::default();
-    let extracted = if answer.trim().is_empty() || answer.chars().count() > MAX_ANSWER_CHARS {
+    let extracted = if answer.trim().is_empty() || (length_limited(task) && answer.chars().count() > MAX_ANSWER_CHARS) {
         ERROR.to_string()
     } else if let Some(label) = read_label(task, answer) {
         label.to_string()
     } else {
-        let reply = judge.ask(None, prompt(task, query, answer), &mut scored, |r| read_label(task, r)).await;
+        let (system, user) = messages(task, query, answer);
+        let reply = judge.ask(Some(system), user, &mut scored, |r| read_label(task, r)).await;
         reply.unwrap_or(ERROR).to_string()
     };
     let expected = query.label.as_deref().unwrap_or_default();

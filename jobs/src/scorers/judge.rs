@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use some_schemas::{QueryRow, Task};
 
-use super::{Judge, MAX_ANSWER_CHARS, Scored};
+use super::{Judge, MAX_ANSWER_CHARS, Scored, rubric_and_answer};
 use crate::tasks::{Evaluation, python_json, task_def};
 
 const ATTEMPT_PROMPT: &str = include_str!("../../prompts/eval/attempt.txt");
@@ -72,11 +72,7 @@ fn messages(task: Task, query: &QueryRow, answer: &str) -> (String, String) {
         Evaluation::Judged { judge_prompt, .. } => judge_prompt,
         Evaluation::Label { extraction_prompt, .. } => extraction_prompt,
     };
-    let filled = template.trim_end().replace("{ground truth}", &reference_text(task, query));
-    match filled.rsplit_once('\n') {
-        Some((rubric, last)) => (rubric.trim_end().to_string(), last.replace("{raw answer}", answer)),
-        None => (filled.replace("{raw answer}", answer), String::new()),
-    }
+    rubric_and_answer(&template.replace("{ground truth}", &reference_text(task, query)), answer)
 }
 
 pub(super) async fn score_judged(judge: &Judge<'_>, task: Task, query: &QueryRow, question: &str, answer: &str) -> Scored {

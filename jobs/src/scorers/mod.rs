@@ -30,6 +30,17 @@ use crate::protocol::strip_think;
 /// Answers longer than this score 0 (the reference's cut-off).
 pub const MAX_ANSWER_CHARS: usize = 5_000;
 
+/// An evaluation prompt split as the reference sends it: all but its last
+/// line (the rubric) as the system message, the last line with the answer
+/// in place of `{raw answer}` as the user message.
+fn rubric_and_answer(prompt: &str, answer: &str) -> (String, String) {
+    let prompt = prompt.trim_end();
+    match prompt.rsplit_once('\n') {
+        Some((rubric, last)) => (rubric.trim_end().to_string(), last.replace("{raw answer}", answer)),
+        None => (prompt.replace("{raw answer}", answer), String::new()),
+    }
+}
+
 /// How the judge is called.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JudgeSettings {

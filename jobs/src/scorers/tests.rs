@@ -52,9 +52,13 @@ fn other_answers_go_through_the_papers_extraction_prompt() {
     let s = run(&judge, &query("UBP", Some("否"), None), Some("综合来看，该用户不太可能评论这条微博。"));
     assert_eq!((s.extracted.as_deref(), s.score, s.completed, s.judge_calls), (Some("否"), 100.0, true, 2));
     let seen = judge.requests();
-    let prompt = &seen[0].messages[0].content;
-    assert!(prompt.contains("performed the comment action on the post"), "{prompt}");
-    assert!(prompt.ends_with("The given input text is “综合来看，该用户不太可能评论这条微博。”"), "{prompt}");
+    // As the reference sends it: the rubric as the system message, the line
+    // quoting the answer as the user message.
+    let (rubric, user) = (&seen[0].messages[0], &seen[0].messages[1]);
+    assert_eq!(rubric.role, crate::chat::Role::System);
+    assert!(rubric.content.contains("performed the comment action on the post"), "{}", rubric.content);
+    assert!(!rubric.content.contains("综合来看"), "{}", rubric.content);
+    assert_eq!(user.content, "The given input text is “综合来看，该用户不太可能评论这条微博。”");
     assert_eq!((seen[0].temperature, seen[0].seed), (Some(0.0), Some(0)));
 
     let judge = scripted_judge(&["Fear"]);
@@ -76,6 +80,20 @@ fn long_or_missing_answers_score_zero_without_a_judge() {
     assert_eq!(s.dimensions.unwrap().len(), 2);
     let s = run(&judge, &query("SMQ", None, Some("ref")), None);
     assert_eq!((s.score, s.completed, s.judge_calls), (0.0, false, 0));
+}
+
+#[test]
+fn mid_and_uea_read_long_answers_as_the_reference_scripts_do() {
+    let judge = scripted_judge(&[]);
+    let long = format!("{}false", "分析".repeat(2_600));
+    let judge_reply = scripted_judge(&["false"]);
+    let s = run(&judge_reply, &query("MID", Some("false"), None), Some(&long));
+    assert_eq!((s.extracted.as_deref(), s.score, s.judge_calls), (Some("false"), 100.0, 1), "no cut-off for MID");
+    let judge_reply = scripted_judge(&["Fear"]);
+    let s = run(&judge_reply, &query("UEA", Some("恐惧"), None), Some(&"担忧".repeat(2_600)));
+    assert_eq!((s.extracted.as_deref(), s.score), (Some("恐惧"), 100.0), "no cut-off for UEA");
+    let s = run(&judge, &query("UBP", Some("是"), None), Some(&"是".repeat(5_001)));
+    assert_eq!((s.extracted.as_deref(), s.judge_calls), (Some("error"), 0), "UBP keeps the cut-off");
 }
 
 #[test]
