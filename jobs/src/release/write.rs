@@ -28,8 +28,6 @@ fn safe_name(path_part: &str) -> Result<&str, InputError> {
     Ok(path_part)
 }
 
-/// The source object of a post: mapped columns under their source keys,
-/// then the keys kept in `extra`.
 /// Posts in the order their file lists them (`ordinal`), so a release
 /// read back numbers them the same.
 fn in_file_order(posts: &[PostRow]) -> Vec<&PostRow> {
@@ -38,6 +36,8 @@ fn in_file_order(posts: &[PostRow]) -> Vec<&PostRow> {
     ordered
 }
 
+/// The source object of a post: mapped columns under their source keys,
+/// then the keys kept in `extra`.
 fn post_object(post: &PostRow, fields: &[(&str, Column)]) -> Map<String, Value> {
     let mut obj = Map::new();
     let s = |v: &Option<String>| v.clone().map(Value::String);
@@ -62,9 +62,9 @@ fn post_object(post: &PostRow, fields: &[(&str, Column)]) -> Map<String, Value> 
             Column::Video => s(&post.video),
             Column::RcaList => json_text(&post.rca_list),
         };
-        if let Some(v) = value {
-            obj.insert(key.to_string(), v);
-        }
+        // Every key the reference reads, null where there is no value: its
+        // tools index each key, and print a null as `None`, as ours do.
+        obj.insert(key.to_string(), value.unwrap_or(Value::Null));
     }
     if let Some(Ok(Value::Object(extra))) = post.extra.as_deref().map(serde_json::from_str::<Value>) {
         obj.extend(extra);
@@ -117,9 +117,7 @@ impl ReleaseWriter {
         let mut profile = Map::new();
         profile.insert("id".into(), Value::String(user.uid.clone()));
         let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                profile.insert(k.to_string(), v);
-            }
+            profile.insert(k.to_string(), v.unwrap_or(Value::Null));
         };
         put("name", user.name.clone().map(Value::String));
         put("followers_count", user.followers_count.map(Value::from));
