@@ -115,6 +115,8 @@ impl Demo {
             model: self.model.clone(),
             endpoints: run_endpoint.clone(),
             judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0 },
+            embedding_model: some_jobs::tools::ToolSettings::default().embedding_model,
+            embedding_endpoints: Vec::new(),
             protocol: some_jobs::agent::Protocol::Text,
             max_llm_calls: self.max_llm_calls,
             max_input_tokens: 6_000,

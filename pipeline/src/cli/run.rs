@@ -39,6 +39,15 @@ pub struct Run {
     pub endpoints: Vec<String>,
     #[command(flatten)]
     pub judge: JudgeFlags,
+    /// The embedding model whose stored vectors clustering and retrieval
+    /// read, and which embeds retrieval queries.
+    #[arg(long, default_value = "all-minilm-l6-v2")]
+    pub embedding_model: String,
+    /// OpenAI-compatible endpoints of the embedding model, repeatable (e.g.
+    /// vLLM serving Qwen3-Embedding-4B, whose query instruction is then
+    /// applied); none embeds queries with the built-in embedder.
+    #[arg(long = "embedding-endpoint")]
+    pub embedding_endpoints: Vec<String>,
     /// text (the reference's <tool_call> protocol) or native (OpenAI tools).
     #[arg(long, default_value = "text")]
     pub protocol: Protocol,
@@ -94,6 +103,7 @@ impl Run {
             endpoints: self.endpoints.clone(),
             judge_model,
             judge_endpoints,
+            embedding_endpoints: self.embedding_endpoints.clone(),
             agent: AgentSettings {
                 protocol: self.protocol,
                 max_llm_calls: self.max_llm_calls,
@@ -103,7 +113,7 @@ impl Run {
                 max_tokens: self.max_tokens,
                 failing_tools: self.failing_tools,
             },
-            tools: ToolSettings { reference_quirks: self.reference_quirks, ..Default::default() },
+            tools: ToolSettings { reference_quirks: self.reference_quirks, embedding_model: self.embedding_model.clone(), ..Default::default() },
             judge: self.judge.settings(),
             queries: planned,
             shard_size: self.shard_size.max(1),

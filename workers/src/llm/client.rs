@@ -346,6 +346,8 @@ impl ChatModel for OpenAiClient {
 /// An OpenAI-compatible embeddings endpoint as an [`Embedder`].
 pub struct OpenAiEmbedder {
     client: OpenAiClient,
+    /// The vectors' length; 0 takes whatever length the endpoint returns,
+    /// as long as every vector of an answer has it.
     dim: usize,
     /// Prepended to queries (Qwen3-Embedding's instruction), not documents.
     pub query_prefix: String,
@@ -386,8 +388,9 @@ impl Embedder for OpenAiEmbedder {
                 out[index] = v;
             }
         }
-        if out.iter().any(|v| v.len() != self.dim) {
-            return Err(err(format!("expected {} vectors of {} dimensions", texts.len(), self.dim)));
+        let dim = if self.dim > 0 { self.dim } else { out.first().map_or(0, Vec::len) };
+        if dim == 0 || out.iter().any(|v| v.len() != dim) {
+            return Err(err(format!("expected {} vectors of {} dimensions", texts.len(), if self.dim > 0 { self.dim.to_string() } else { "equal".into() })));
         }
         Ok(out)
     }

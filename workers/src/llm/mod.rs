@@ -8,4 +8,4 @@ pub mod serve;
 
 pub use client::{ClientSettings, ClientStats, Endpoint, OpenAiClient, OpenAiEmbedder, chat_body, read_chat};
 pub use local::{CONTEXT_TOKENS, DEFAULT_MAX_TOKENS, LocalModel};
-pub use select::{chat_model, check_chat_model, installed_embedder};
+pub use select::{QWEN3_QUERY_INSTRUCTION, chat_model, check_chat_model, embedder, installed_embedder};

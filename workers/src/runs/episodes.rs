@@ -27,7 +27,7 @@ use super::scoring::{question, ref_post, score_answer, score_row};
 use super::spec::RunSpec;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
-use crate::llm::{ClientSettings, chat_model, installed_embedder};
+use crate::llm::{ClientSettings, chat_model, embedder};
 use crate::world::{LakeBackend, query_map};
 
 /// Everything a shard runs with. Built once per worker process.
@@ -64,7 +64,7 @@ impl Runner {
             lake: lake.clone(),
             backend: Arc::new(LakeBackend::new(lake.clone())?),
             kernels: CpuKernels::default(),
-            embedder: installed_embedder()?,
+            embedder: embedder(&spec.tools.embedding_model, &spec.embedding_endpoints, client)?,
             model,
             judge,
             queries: query_map(lake).await?,

@@ -18,6 +18,10 @@ pub struct RunSpec {
     pub endpoints: Vec<String>,
     pub judge_model: String,
     pub judge_endpoints: Vec<String>,
+    /// Where queries are embedded for retrieval, by the model
+    /// `tools.embedding_model` (none: the built-in embedder).
+    #[serde(default)]
+    pub embedding_endpoints: Vec<String>,
     pub agent: AgentSettings,
     pub tools: ToolSettings,
     pub judge: JudgeSettings,
@@ -39,6 +43,7 @@ impl RunSpec {
             judge_model: model.into(),
             judge_endpoints: endpoints.clone(),
             endpoints,
+            embedding_endpoints: Vec::new(),
             agent: AgentSettings::default(),
             tools: ToolSettings::default(),
             judge: JudgeSettings::default(),
