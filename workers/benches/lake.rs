@@ -16,7 +16,7 @@ use datafusion::prelude::{col, lit};
 use some_jobs::progress::NoProgress;
 use some_jobs::queries::read_bundled;
 use some_jobs::synth::{Scale, SynthConfig, World};
-use some_schemas::{Task, buckets};
+use some_schemas::{Task, buckets, posts};
 use some_workers::world::{ingest_queries, write_world};
 use some_workers::{Lake, LakeLocation};
 
@@ -52,7 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = lake.session().await?;
     let mut latencies = Vec::new();
     let mut rows = 0usize;
-    for q in queries.iter().filter(|q| q.task == Task::Red.code()) {
+    for q in queries.iter().filter(|q| q.task == Task::Red) {
         let (Some(location), Some(start), Some(end)) = (&q.location, q.window_start, q.window_end) else { continue };
         let t = Instant::now();
         let df = ctx
