@@ -20,6 +20,7 @@ pub mod error;
 pub mod json;
 pub mod kernels;
 pub mod progress;
+pub mod prompts;
 pub mod protocol;
 pub mod queries;
 pub mod release;

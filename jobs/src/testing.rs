@@ -97,11 +97,41 @@ pub fn sim_answer(prompt: &str) -> String {
     if prompt.contains("Write one Twitter post on the topic given") {
         // Words drawn by the hash, so an agent's posts are not near-duplicates.
         const WORDS: [&str; 32] = [
-            "bread", "river", "marathon", "violin", "garden", "startup", "comet", "harbor", "chess", "lantern", "glacier", "tango",
-            "orchard", "robot", "canyon", "poetry", "bicycle", "volcano", "museum", "falcon", "recipe", "thunder", "meadow", "compass",
-            "festival", "crystal", "library", "summit", "pottery", "tidepool", "sketchbook", "airship",
+            "bread",
+            "river",
+            "marathon",
+            "violin",
+            "garden",
+            "startup",
+            "comet",
+            "harbor",
+            "chess",
+            "lantern",
+            "glacier",
+            "tango",
+            "orchard",
+            "robot",
+            "canyon",
+            "poetry",
+            "bicycle",
+            "volcano",
+            "museum",
+            "falcon",
+            "recipe",
+            "thunder",
+            "meadow",
+            "compass",
+            "festival",
+            "crystal",
+            "library",
+            "summit",
+            "pottery",
+            "tidepool",
+            "sketchbook",
+            "airship",
         ];
-        let words: Vec<String> = (0..8).map(|i| h.rotate_right(i * 8)).map(|b| format!("{}{}", WORDS[(b & 31) as usize], b >> 5 & 7)).collect();
+        let words: Vec<String> =
+            (0..8).map(|i| h.rotate_right(i * 8)).map(|b| format!("{}{}", WORDS[(b & 31) as usize], b >> 5 & 7)).collect();
         return format!("{}.", words.join(", "));
     }
     if prompt.starts_with("Summarise the social media post") {

@@ -9,8 +9,10 @@ use serde_json::Value;
 use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
 use some_tests::{lake_with_world, some};
 
+/// The agent's requests carry the tool schemas in their system prompt; the
+/// judge's carry a rubric there.
 fn is_agent(body: &Value) -> bool {
-    messages(body).first().is_some_and(|m| m["role"] == "system")
+    messages(body).first().is_some_and(|m| m["role"] == "system" && m["content"].as_str().is_some_and(|c| c.contains("<tools>")))
 }
 
 /// The first tool call of an episode, in the format numbered `i`.
@@ -20,7 +22,8 @@ fn first_call(i: usize) -> (&'static str, String) {
         0 => ("tool_call", format!("<tool_call>\n{{\"name\": \"data_folder\", \"arguments\": {args}}}\n</tool_call>")),
         1 => ("json_fence", format!("我先查看文件夹。\n```json\n{{\"name\": \"data_folder\", \"arguments\": {args}}}\n```")),
         2 => ("function_call", format!("<function_call>{{\"name\": \"data_folder\", \"arguments\": {args}}}</function_call>")),
-        _ => ("name_line", format!("调用工具：\ndata_folder\n{args}")),
+        // GLM's format is read only at the start of a reply, as the reference reads it.
+        _ => ("name_line", format!("data_folder\n{args}")),
     }
 }
 
@@ -194,4 +197,33 @@ fn compare_flags_a_regression_and_compact_keeps_every_result() {
     assert!(compacted.stdout.contains("24 part files merged into 2 (120 rows)"), "{}", compacted.stdout);
     assert_eq!(sql(&lake, "SELECT query_id, attempt, score FROM scores WHERE run_id = 'yes' ORDER BY query_id"), before);
     assert_eq!(sql(&lake, "SELECT count(*) AS n FROM episodes WHERE run_id = 'yes'"), "n\n60\n");
+}
+
+#[test]
+fn a_run_uses_the_prompt_files_it_is_given() {
+    let (dir, lake) = lake_with_world();
+    let prompts = dir.path().join("prompts");
+    some(&lake, &[], &["prompts", "export", prompts.to_str().unwrap()]).ok();
+    std::fs::write(prompts.join("tasks/mid.txt"), "自定义系统提示：判断这条说法的真假。").unwrap();
+    let extract = std::fs::read_to_string(prompts.join("eval/extract_mid.txt")).unwrap();
+    std::fs::write(prompts.join("eval/extract_mid.txt"), format!("自定义评分规则。\n{extract}")).unwrap();
+    let endpoint = ScriptedEndpoint::start(|_, _| Reply::Text("综合各方信息，这个说法基本可信。".into()));
+    let args =
+        ["run", "--tasks", "MID", "--sample", "1", "--model", "m", "--endpoint", &endpoint.url, "--prompts", prompts.to_str().unwrap()];
+    some(&lake, &[], &args).ok();
+    let systems: Vec<String> =
+        endpoint.bodies().iter().filter_map(|b| messages(b).first().and_then(|m| m["content"].as_str()).map(str::to_string)).collect();
+    assert!(systems.iter().any(|s| s.starts_with("自定义系统提示")), "the agent's system prompt is the file's: {systems:?}");
+    assert!(systems.iter().any(|s| s.starts_with("自定义评分规则")), "the extraction rubric is the file's: {systems:?}");
+
+    let misspelt = dir.path().join("bad");
+    std::fs::create_dir_all(misspelt.join("tasks")).unwrap();
+    std::fs::write(misspelt.join("tasks/mdi.txt"), "x").unwrap();
+    let refused = some(
+        &lake,
+        &[],
+        &["run", "--tasks", "MID", "--sample", "1", "--model", "m", "--endpoint", &endpoint.url, "--prompts", misspelt.to_str().unwrap()],
+    );
+    assert_eq!(refused.status, 1);
+    assert!(refused.stderr.contains("mdi.txt") && refused.stderr.contains("tasks/mid.txt"), "{}", refused.stderr);
 }

@@ -145,9 +145,8 @@ fn the_s3_server_refuses_a_second_create_of_one_object() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let location = "s3://some-bucket/cas".parse().unwrap();
-        let lake = some_workers::Lake::open_with_env(&location, |k| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()))
-            .await
-            .unwrap();
+        let lake =
+            some_workers::Lake::open_with_env(&location, |k| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())).await.unwrap();
         let row = || vec![some_schemas::KnowledgeRow { doc_index: 0, content: "x".into(), link: None, extra: None }];
         assert!(lake.put_once("knowledge/part-once.parquet", row()).await.unwrap(), "the first create wins");
         assert!(!lake.put_once("knowledge/part-once.parquet", row()).await.unwrap(), "the second create must fail");

@@ -82,7 +82,10 @@ fn documented_fix(call: &Call) -> Option<&'static str> {
         // The reference labels followers_count 关注数 and friends_count 粉丝数.
         let value = |label: &str| call.ours.lines().find_map(|l| l.strip_prefix(label)).unwrap_or_default().to_string();
         let (following, fans) = (value("关注数："), value("粉丝数："));
-        let undone = call.ours.replace(&format!("关注数：{following}\n"), "@F\n").replace(&format!("粉丝数：{fans}\n"), &format!("粉丝数：{following}\n"));
+        let undone = call
+            .ours
+            .replace(&format!("关注数：{following}\n"), "@F\n")
+            .replace(&format!("粉丝数：{fans}\n"), &format!("粉丝数：{following}\n"));
         if undone.replace("@F\n", &format!("关注数：{fans}\n")) == call.reference {
             return Some("user_search: followers and friends under their Weibo labels");
         }
@@ -112,6 +115,9 @@ fn by_default_only_the_documented_fixes_differ() {
     let fixes: std::collections::BTreeSet<&str> = calls.iter().filter(|c| c.ours != c.reference).filter_map(documented_fix).collect();
     assert_eq!(
         fixes.into_iter().collect::<Vec<_>>(),
-        ["data_folder: a timeline's posts without pic_num, pictures and video", "user_search: followers and friends under their Weibo labels"]
+        [
+            "data_folder: a timeline's posts without pic_num, pictures and video",
+            "user_search: followers and friends under their Weibo labels"
+        ]
     );
 }

@@ -6,18 +6,42 @@
 
 use std::time::Duration;
 
+use some_jobs::testing::sim_answer;
 use some_tests::fleet::{Cluster, scalar, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_jobs::testing::sim_answer;
 use some_tests::sim::{prompt_of, sim_model, sim_model_that_cannot_plan};
 use some_tests::{Background, SomeRun, some, wait_until};
 
 /// A small run: 4 initial agents, 8 regular, two stages of 4 turns.
 fn small(endpoint: &str, queue: &str, run_id: &str, seed: &str) -> Vec<String> {
     [
-        "sim", "run", "--model", "scripted", "--endpoint", endpoint, "--queue", queue, "--run-id", run_id, "--seed", seed,
-        "--initial", "4", "--regular", "8", "--seed-posts", "8", "--stage-turns", "4", "--feed-limit", "4", "--shard-size", "3",
-        "--relevance", "tfidf", "--no-knowledge",
+        "sim",
+        "run",
+        "--model",
+        "scripted",
+        "--endpoint",
+        endpoint,
+        "--queue",
+        queue,
+        "--run-id",
+        run_id,
+        "--seed",
+        seed,
+        "--initial",
+        "4",
+        "--regular",
+        "8",
+        "--seed-posts",
+        "8",
+        "--stage-turns",
+        "4",
+        "--feed-limit",
+        "4",
+        "--shard-size",
+        "3",
+        "--relevance",
+        "tfidf",
+        "--no-knowledge",
     ]
     .map(String::from)
     .to_vec()
@@ -35,10 +59,7 @@ fn digest(out: &SomeRun) -> String {
 
 fn turns_committed(lake: &str, run_id: &str) -> usize {
     let out = some(lake, &[], &["sim", "status", run_id]);
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("turns committed ")?.split(' ').next()?.parse().ok())
-        .unwrap_or(0)
+    out.stdout.lines().find_map(|l| l.strip_prefix("turns committed ")?.split(' ').next()?.parse().ok()).unwrap_or(0)
 }
 
 #[test]
@@ -69,7 +90,8 @@ fn a_seeded_simulation_replays_to_the_same_state_and_its_tables_answer_sql() {
     assert_eq!(in_stage_one_from_regulars, 0, "stage one shows only the initial agents' posts");
 
     let html = tempfile::NamedTempFile::new().unwrap();
-    let report = some(a, &[], &["sim", "report", "s1", "--no-embedder", "--judge-sample", "2", "--html", html.path().to_str().unwrap()]).ok();
+    let report =
+        some(a, &[], &["sim", "report", "s1", "--no-embedder", "--judge-sample", "2", "--html", html.path().to_str().unwrap()]).ok();
     assert!(report.stdout.contains("Table 1"), "{}", report.stdout);
     let page = std::fs::read_to_string(html.path()).unwrap();
     assert!(page.matches("<svg").count() >= 2, "the follower and actions-per-turn plots");
@@ -116,8 +138,25 @@ fn the_papers_preset_runs_its_seeding_and_first_turns() {
         lake,
         &[],
         &[
-            "sim", "run", "--preset", "paper", "--until", "3", "--model", "scripted", "--endpoint", &model.url, "--relevance", "tfidf",
-            "--no-knowledge", "--browse", "batched", "--run-id", "p1", "--calls", "32",
+            "sim",
+            "run",
+            "--preset",
+            "paper",
+            "--until",
+            "3",
+            "--model",
+            "scripted",
+            "--endpoint",
+            &model.url,
+            "--relevance",
+            "tfidf",
+            "--no-knowledge",
+            "--browse",
+            "batched",
+            "--run-id",
+            "p1",
+            "--calls",
+            "32",
         ],
     )
     .ok();

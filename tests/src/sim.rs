@@ -25,4 +25,3 @@ pub fn sim_model_that_cannot_plan() -> ScriptedEndpoint {
 pub fn prompt_of(body: &Value) -> String {
     body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_string()
 }
-

@@ -29,7 +29,9 @@ use some_schemas::QueryRow;
 pub use transcript::{CallRecord, ToolRecord, Transcript};
 
 use crate::chat::{ChatModel, ChatRequest, Message, NativeCallRecord, Role, Usage};
+use crate::prompts::{Prompts, system_file};
 use crate::protocol::{Malformed, ParsedReply, ToolCall, from_native, parse_reply, strip_think};
+use crate::tasks::system_prompt_for;
 use crate::tasks::task_def;
 use crate::tools::{Folders, ToolContext, ToolError, ToolOutcome, ToolSpec, call_tool, error_text, text_protocol_block};
 
@@ -71,6 +73,9 @@ pub struct AgentSettings {
     /// claims an answer made it up.
     #[serde(default)]
     pub failing_tools: bool,
+    /// System prompts replacing the built-in ones (`some run --prompts`).
+    #[serde(default, skip_serializing_if = "Prompts::is_empty")]
+    pub prompts: Prompts,
 }
 
 impl Default for AgentSettings {
@@ -83,6 +88,7 @@ impl Default for AgentSettings {
             seed: None,
             max_tokens: None,
             failing_tools: false,
+            prompts: Prompts::default(),
         }
     }
 }
@@ -196,7 +202,8 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
         Ok(u) => u,
         Err(e) => return finish(episode, EpisodeStatus::QueryError, Some(e), started),
     };
-    let mut system = def.system_prompt(query);
+    let template = settings.prompts.get(&system_file(query.task), def.system_prompt_template());
+    let mut system = system_prompt_for(template, query);
     let native_tools = match settings.protocol {
         Protocol::Text => {
             system.push_str("\n\n");

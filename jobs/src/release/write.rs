@@ -108,7 +108,8 @@ impl ReleaseWriter {
 
     /// `topic_data/{topic}.json`.
     pub fn topic(&self, topic: &str, posts: &[PostRow]) -> Result<(), InputError> {
-        let media: Map<String, Value> = in_file_order(posts).into_iter().map(|p| (p.post_id.clone(), Value::Object(post_object(p, TOPIC_FIELDS)))).collect();
+        let media: Map<String, Value> =
+            in_file_order(posts).into_iter().map(|p| (p.post_id.clone(), Value::Object(post_object(p, TOPIC_FIELDS)))).collect();
         self.write_json(&format!("topic_data/{}.json", safe_name(topic)?), &json!({ "media_info": media }))
     }
 

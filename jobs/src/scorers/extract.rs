@@ -3,6 +3,7 @@
 use some_schemas::{QueryRow, Task};
 
 use super::{Judge, MAX_ANSWER_CHARS, Scored, rubric_and_answer};
+use crate::prompts::evaluation_file;
 use crate::tasks::{Evaluation, task_def};
 
 /// The failure label: no decision could be read.
@@ -23,9 +24,10 @@ pub fn read_label(task: Task, text: &str) -> Option<&'static str> {
 
 /// The extraction prompt as the reference sends it: the rubric as the
 /// system message, its last line (which quotes the answer) as the user message.
-fn messages(task: Task, query: &QueryRow, answer: &str) -> (String, String) {
+fn messages(judge: &Judge<'_>, task: Task, query: &QueryRow, answer: &str) -> (String, String) {
     let Evaluation::Label { extraction_prompt, .. } = task_def(task).evaluation else { return (String::new(), String::new()) };
-    let filled = extraction_prompt.replace("{behavior}", query.action.as_deref().unwrap_or("like"));
+    let template = judge.settings.prompts.get(&evaluation_file(task), extraction_prompt);
+    let filled = template.replace("{behavior}", query.action.as_deref().unwrap_or("like"));
     rubric_and_answer(&filled, answer)
 }
 
@@ -42,7 +44,7 @@ pub(super) async fn score_label(judge: &Judge<'_>, task: Task, query: &QueryRow,
     } else if let Some(label) = read_label(task, answer) {
         label.to_string()
     } else {
-        let (system, user) = messages(task, query, answer);
+        let (system, user) = messages(judge, task, query, answer);
         let reply = judge.ask(Some(system), user, &mut scored, |r| read_label(task, r)).await;
         reply.unwrap_or(ERROR).to_string()
     };

@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 use some_schemas::{QueryRow, Task};
 
 use super::{Judge, MAX_ANSWER_CHARS, Scored, rubric_and_answer};
+use crate::prompts::evaluation_file;
 use crate::tasks::{Evaluation, python_json, task_def};
-
-const ATTEMPT_PROMPT: &str = include_str!("../../prompts/eval/attempt.txt");
 
 /// The dimensions a judged task is rated on (none for label tasks).
 pub fn dimensions(task: Task) -> &'static [&'static str] {
@@ -67,11 +66,12 @@ fn reference_text(task: Task, query: &QueryRow) -> String {
 
 /// The rubric (with the reference answer) as the system message, the
 /// answer as the user message, as the reference sends them.
-fn messages(task: Task, query: &QueryRow, answer: &str) -> (String, String) {
-    let template = match task_def(task).evaluation {
+fn messages(judge: &Judge<'_>, task: Task, query: &QueryRow, answer: &str) -> (String, String) {
+    let builtin = match task_def(task).evaluation {
         Evaluation::Judged { judge_prompt, .. } => judge_prompt,
         Evaluation::Label { extraction_prompt, .. } => extraction_prompt,
     };
+    let template = judge.settings.prompts.get(&evaluation_file(task), builtin);
     rubric_and_answer(&template.replace("{ground truth}", &reference_text(task, query)), answer)
 }
 
@@ -83,7 +83,7 @@ pub(super) async fn score_judged(judge: &Judge<'_>, task: Task, query: &QueryRow
         scored.completed = false;
         return scored;
     }
-    let (system, user) = messages(task, query, answer);
+    let (system, user) = messages(judge, task, query, answer);
     let Some(ratings) = judge.ask(Some(system), user, &mut scored, |r| read_ratings(task, r)).await else {
         scored.dimensions = None;
         return scored;
@@ -94,7 +94,7 @@ pub(super) async fn score_judged(judge: &Judge<'_>, task: Task, query: &QueryRow
     scored.completed = if scored.score > 0.0 {
         true
     } else {
-        let system = ATTEMPT_PROMPT.trim_end().replace("{question}", question);
+        let system = judge.settings.prompts.attempt().trim_end().replace("{question}", question);
         let verdict = judge
             .ask(Some(system), format!("给出的回答为“{answer}”"), &mut scored, |r| {
                 match r.trim_matches(|c: char| "\"“”。. ".contains(c)) {

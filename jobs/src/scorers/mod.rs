@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use some_schemas::{QueryRow, Scoring};
 
 use crate::chat::{ChatModel, ChatRequest, Message, Usage};
+use crate::prompts::Prompts;
 use crate::protocol::strip_think;
 
 /// Answers longer than this score 0 (the reference's cut-off).
@@ -49,11 +50,14 @@ pub struct JudgeSettings {
     /// Judge replies that do not have the required form are asked again, up
     /// to this many times (the reference retries without limit).
     pub max_attempts: u32,
+    /// Evaluation prompts replacing the built-in ones (`--prompts`).
+    #[serde(default, skip_serializing_if = "Prompts::is_empty")]
+    pub prompts: Prompts,
 }
 
 impl Default for JudgeSettings {
     fn default() -> Self {
-        JudgeSettings { temperature: Some(0.0), seed: Some(0), max_attempts: 4 }
+        JudgeSettings { temperature: Some(0.0), seed: Some(0), max_attempts: 4, prompts: Prompts::default() }
     }
 }
 

@@ -28,9 +28,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Answered, AskError, ReplyError, ask, json_body};
-use crate::chat::ChatModel;
 use super::ids::Turn;
 use super::persona::Persona;
+use crate::chat::ChatModel;
 
 const PROMPT: &str = include_str!("../../prompts/sim/plan.txt");
 const WHAT: &str = "plan";
@@ -62,7 +62,13 @@ pub struct Plan {
 }
 
 /// Plans one agent, asking again when a reply is not a plan.
-pub async fn make(model: &dyn ChatModel, persona: &Persona, activity: f64, max_attempts: u32, seed: Option<u64>) -> Result<Answered<Plan>, AskError> {
+pub async fn make(
+    model: &dyn ChatModel,
+    persona: &Persona,
+    activity: f64,
+    max_attempts: u32,
+    seed: Option<u64>,
+) -> Result<Answered<Plan>, AskError> {
     ask(model, prompt(persona, activity), max_attempts, seed, Plan::parse).await
 }
 

@@ -36,7 +36,6 @@ use some_schemas::sim::{
     sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
-
 use super::activity::{Phase, Preset};
 use super::error::excerpt;
 use super::ids::{AgentId, Turn};

@@ -243,7 +243,10 @@ mod tests {
     fn browses_are_a_row_per_post_and_replay_in_feed_order_whatever_the_row_order() {
         let mut p = Platform::new();
         (0..3).for_each(|a| p.register(AgentId(a)));
-        p.apply_turn(Turn(0), (0..3).map(|i| AgentAction { agent: AgentId(0), seq: i, action: Action::Post { text: format!("p{i}") } }).collect());
+        p.apply_turn(
+            Turn(0),
+            (0..3).map(|i| AgentAction { agent: AgentId(0), seq: i, action: Action::Post { text: format!("p{i}") } }).collect(),
+        );
         let sent = vec![
             AgentAction { agent: AgentId(1), seq: 0, action: Action::Browse { posts: vec![PostId(2), PostId(0), PostId(1)] } },
             AgentAction { agent: AgentId(1), seq: 1, action: Action::Reblog { post: PostId(2) } },

@@ -157,7 +157,8 @@ fn number_in_file_order(posts: &mut [PostRow]) {
     let mut order: Vec<usize> = (0..posts.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&posts[a], &posts[b]);
-        let time = if a.source == PostSource::Weibo.as_str() { b.published_at.cmp(&a.published_at) } else { a.published_at.cmp(&b.published_at) };
+        let time =
+            if a.source == PostSource::Weibo.as_str() { b.published_at.cmp(&a.published_at) } else { a.published_at.cmp(&b.published_at) };
         file(a).cmp(&file(b)).then(time).then_with(|| a.post_id.cmp(&b.post_id))
     });
     let mut previous = None;

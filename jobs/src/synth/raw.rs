@@ -10,11 +10,7 @@ use super::unit_rng;
 
 /// A post of a location stream with the fields raw posts carry.
 pub(super) fn raw_post(id: String, at: Timestamp, area: &str, bucket: &str, content: String) -> PostRow {
-    PostRow {
-        published_at: Some(at),
-        area: Some(area.to_string()),
-        ..PostRow::new(id, content, PostSource::Raw, bucket)
-    }
+    PostRow { published_at: Some(at), area: Some(area.to_string()), ..PostRow::new(id, content, PostSource::Raw, bucket) }
 }
 
 pub(super) fn generate(world: &World, index: usize) -> Vec<PostRow> {

@@ -52,6 +52,12 @@ pub struct TaskDef {
     user_message: fn(&QueryRow, Option<&str>) -> Result<String, String>,
 }
 
+/// A system prompt template filled in for `query` (UBP's action word).
+pub fn system_prompt_for(template: &str, query: &QueryRow) -> String {
+    let action = query.action.as_deref().and_then(ubp::action_word).unwrap_or("互动");
+    template.trim_end().replace("<place_holder>", action)
+}
+
 /// The definition of a task.
 pub fn task_def(task: Task) -> &'static TaskDef {
     match task {
@@ -69,8 +75,12 @@ pub fn task_def(task: Task) -> &'static TaskDef {
 impl TaskDef {
     /// The system prompt for one query (UBP's names the action).
     pub fn system_prompt(&self, query: &QueryRow) -> String {
-        let action = query.action.as_deref().and_then(ubp::action_word).unwrap_or("互动");
-        self.system_prompt.trim_end().replace("<place_holder>", action)
+        system_prompt_for(self.system_prompt, query)
+    }
+
+    /// The built-in system prompt as its file holds it.
+    pub fn system_prompt_template(&self) -> &'static str {
+        self.system_prompt
     }
 
     /// The user message for a query. User tasks embed the post the query is

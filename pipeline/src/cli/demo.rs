@@ -13,13 +13,13 @@ use clap::Args;
 use some_jobs::queries;
 use some_jobs::synth::{Scale, SynthConfig, World};
 use some_schemas::{QueueLocation, RunId};
-use some_workers::sim::PersonaSet;
 use some_workers::Lake;
 use some_workers::embed::{EmbedTarget, MiniLm, embed};
 use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
 use some_workers::models::{MINILM, fetch, model};
 use some_workers::runs::plan_queries;
+use some_workers::sim::PersonaSet;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
@@ -114,7 +114,7 @@ impl Demo {
             sample_seed: 0,
             model: self.model.clone(),
             endpoints: run_endpoint.clone(),
-            judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0 },
+            judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0, prompts: None },
             embedding_model: some_jobs::tools::ToolSettings::default().embedding_model,
             embedding_endpoints: Vec::new(),
             protocol: some_jobs::agent::Protocol::Text,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use some_jobs::prompts::Prompts;
 use some_jobs::scorers::JudgeSettings;
 use some_schemas::QueueLocation;
 use some_workers::Lake;
@@ -122,6 +123,11 @@ pub struct JudgeFlags {
     pub judge_temperature: f32,
     #[arg(long, default_value_t = 0)]
     pub judge_seed: u64,
+    /// A folder of prompt files replacing built-in ones (the layout `some
+    /// prompts export` writes): task system prompts for a run's agent,
+    /// extraction and judge prompts for its judge.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
 }
 
 impl JudgeFlags {
@@ -134,7 +140,18 @@ impl JudgeFlags {
         (judge, judge_endpoints)
     }
 
-    pub fn settings(&self) -> JudgeSettings {
-        JudgeSettings { temperature: Some(self.judge_temperature), seed: Some(self.judge_seed), ..Default::default() }
+    /// The judge's settings, with the evaluation prompts of `--prompts`.
+    pub fn settings(&self) -> anyhow::Result<JudgeSettings> {
+        let (_, prompts) = self.prompts()?;
+        Ok(JudgeSettings { temperature: Some(self.judge_temperature), seed: Some(self.judge_seed), prompts, ..Default::default() })
+    }
+
+    /// `--prompts` split into the agent's part and the judge's part (both
+    /// empty without the flag).
+    pub fn prompts(&self) -> anyhow::Result<(Prompts, Prompts)> {
+        match &self.prompts {
+            Some(dir) => Ok(Prompts::load(dir)?.split()),
+            None => Ok(Default::default()),
+        }
     }
 }

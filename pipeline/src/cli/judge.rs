@@ -69,7 +69,7 @@ impl JudgeCmd {
                     judging: self.judging.clone(),
                     judge_model,
                     judge_endpoints,
-                    settings: self.judge.settings(),
+                    settings: self.judge.settings()?,
                 };
                 some_workers::llm::check_chat_model(&spec.judge_model, &spec.judge_endpoints)?;
                 record_judging(lake, &spec).await?;

@@ -16,6 +16,7 @@ mod llm;
 mod mcp;
 mod models;
 mod progress;
+mod prompts;
 mod report;
 mod rerun;
 mod run;
@@ -98,6 +99,9 @@ pub enum Command {
     /// List or install the built-in models.
     #[command(subcommand)]
     Models(models::Models),
+    /// The built-in prompt set as files (`export DIR`), for `--prompts DIR`.
+    #[command(subcommand)]
+    Prompts(prompts::PromptsCmd),
 }
 
 impl Cli {
@@ -105,6 +109,7 @@ impl Cli {
         let lake = &self.lake;
         match self.command {
             Command::Models(cmd) => cmd.run().await,
+            Command::Prompts(cmd) => cmd.run(),
             Command::Llm(cmd) => cmd.run().await,
             Command::Demo(cmd) => cmd.run(&open(lake).await?).await,
             Command::Run(cmd) => cmd.run(&open(lake).await?).await,

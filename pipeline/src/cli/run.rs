@@ -112,9 +112,14 @@ impl Run {
                 seed: self.seed,
                 max_tokens: self.max_tokens,
                 failing_tools: self.failing_tools,
+                prompts: self.judge.prompts()?.0,
             },
-            tools: ToolSettings { reference_quirks: self.reference_quirks, embedding_model: self.embedding_model.clone(), ..Default::default() },
-            judge: self.judge.settings(),
+            tools: ToolSettings {
+                reference_quirks: self.reference_quirks,
+                embedding_model: self.embedding_model.clone(),
+                ..Default::default()
+            },
+            judge: self.judge.settings()?,
             queries: planned,
             shard_size: self.shard_size.max(1),
             concurrency: self.flags.calls.max(1),

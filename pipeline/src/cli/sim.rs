@@ -12,12 +12,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand, ValueEnum};
+use some_jobs::sim::report_html::{render_html, render_text};
 use some_jobs::sim::{BrowseMode, FeedSettings, MastodonDigest, Preset, StepSettings, Turn};
 use some_schemas::{QueueLocation, RunEvent, RunId};
 use some_workers::Lake;
-use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
 use some_workers::sim::report::{JudgeSpec, sim_report};
-use some_jobs::sim::report_html::{render_html, render_text};
+use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
 use super::progress::Bars;
@@ -285,7 +285,10 @@ impl SimStatus {
         println!("agents set up {} of {n}; setup failed for {}", p.agents_set_up, p.setup_failed);
         println!("turns committed {} of {}", p.state.turns.len(), spec.preset.turns());
         if let Some(t) = p.state.turns.last() {
-            println!("last turn {}: {} active, {} actions applied, {} refused", t.turn, t.active_agents, t.actions_applied, t.actions_failed);
+            println!(
+                "last turn {}: {} active, {} actions applied, {} refused",
+                t.turn, t.active_agents, t.actions_applied, t.actions_failed
+            );
         }
         if p.steps_in_progress > 0 {
             println!("turn {} in progress: {} agent steps written", p.state.next_turn(), p.steps_in_progress);
@@ -341,7 +344,8 @@ impl SimReportCmd {
         let spec = &record.spec;
         let judge = (self.judge_sample > 0).then(|| {
             let model = self.judge_model.clone().unwrap_or_else(|| spec.model.clone());
-            let endpoints = if self.judge_endpoints.is_empty() && model == spec.model { spec.endpoints.clone() } else { self.judge_endpoints.clone() };
+            let endpoints =
+                if self.judge_endpoints.is_empty() && model == spec.model { spec.endpoints.clone() } else { self.judge_endpoints.clone() };
             JudgeSpec { model, endpoints, sample: self.judge_sample }
         });
         let worker = self.flags.worker();

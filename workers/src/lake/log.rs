@@ -170,9 +170,7 @@ impl Removal {
                 }
                 Ok(paths.clone())
             }
-            Removal::Tables(tables) => {
-                Ok(tables.iter().flat_map(|t| snapshot.files_under(t)).map(|entry| entry.path.clone()).collect())
-            }
+            Removal::Tables(tables) => Ok(tables.iter().flat_map(|t| snapshot.files_under(t)).map(|entry| entry.path.clone()).collect()),
         }
     }
 }
@@ -259,11 +257,19 @@ impl Lake {
 
     /// Writes version 0 unless some process did; returns it.
     pub(super) async fn create_log(&self, schema_version: u32) -> Result<Commit> {
-        let commit =
-            Commit { version: 0, timestamp_ms: now_ms(), txn: "create".into(), schema_version: Some(schema_version), add: vec![], remove: vec![] };
+        let commit = Commit {
+            version: 0,
+            timestamp_ms: now_ms(),
+            txn: "create".into(),
+            schema_version: Some(schema_version),
+            add: vec![],
+            remove: vec![],
+        };
         match self.put_commit(&commit).await? {
             true => Ok(commit),
-            false => self.read_commit(0).await?.ok_or_else(|| Error::Invalid(format!("{}: version 0 exists and cannot be read", self.location))),
+            false => {
+                self.read_commit(0).await?.ok_or_else(|| Error::Invalid(format!("{}: version 0 exists and cannot be read", self.location)))
+            }
         }
     }
 

@@ -23,9 +23,9 @@
 
 mod log;
 mod once;
+mod sql;
 #[cfg(test)]
 mod tests;
-mod sql;
 mod vacuum;
 mod view;
 mod write;

@@ -11,8 +11,8 @@ use datafusion::prelude::{DataFrame, Expr, SessionConfig, SessionContext};
 use some_schemas::sim::SIM_TABLES;
 use some_schemas::{ALL_TABLES, Row, TableDef};
 
-use super::{Lake, Snapshot};
 use super::view::SnapshotView;
+use super::{Lake, Snapshot};
 use crate::error::{Error, Result};
 
 impl Lake {

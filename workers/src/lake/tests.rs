@@ -223,7 +223,10 @@ async fn a_lake_of_another_schema_version_is_refused_by_name() {
 
 #[test]
 fn lake_locations_parse() {
-    assert_eq!("s3://b/some/prefix/".parse::<LakeLocation>().unwrap(), LakeLocation::S3 { bucket: "b".into(), prefix: "some/prefix".into() });
+    assert_eq!(
+        "s3://b/some/prefix/".parse::<LakeLocation>().unwrap(),
+        LakeLocation::S3 { bucket: "b".into(), prefix: "some/prefix".into() }
+    );
     assert_eq!("file:///tmp/x".parse::<LakeLocation>().unwrap(), LakeLocation::Local("/tmp/x".into()));
     assert!("gs://b".parse::<LakeLocation>().unwrap_err().to_string().contains("expected a folder path"));
     assert!("s3:///x".parse::<LakeLocation>().unwrap_err().to_string().contains("needs a bucket"));

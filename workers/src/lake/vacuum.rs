@@ -99,9 +99,8 @@ impl Lake {
             }
             Err(e) => return Err(Error::store("read", &marker)(e)),
         };
-        let version = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|m| m.get("schema_version").and_then(|v| v.as_u64()));
+        let version =
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok().and_then(|m| m.get("schema_version").and_then(|v| v.as_u64()));
         if version != Some(u64::from(some_schemas::SCHEMA_VERSION)) {
             return Err(Error::Invalid(format!(
                 "the lake at {location} has schema version {version:?}; this build converts only version {}",

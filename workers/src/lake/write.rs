@@ -5,16 +5,16 @@ use std::collections::BTreeMap;
 
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use object_store::path::Path;
 use futures::TryStreamExt;
+use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use some_schemas::{Row, TableDef};
 
-use super::log::{FileEntry, Removal};
 use super::Lake;
+use super::log::{FileEntry, Removal};
 use crate::error::{Error, Result};
 
 /// Rows per row group: small enough that a point read (one user, one hour)
@@ -189,7 +189,10 @@ impl Txn {
     /// Makes everything written visible at once: one commit of the log.
     pub async fn commit(self) -> Result<Committed> {
         if self.tag.is_some() {
-            return Err(Error::Invalid(format!("transaction {}: a job's part of a shared transaction is staged, not committed", self.name)));
+            return Err(Error::Invalid(format!(
+                "transaction {}: a job's part of a shared transaction is staged, not committed",
+                self.name
+            )));
         }
         let mut committed = self.staged();
         committed.version = self.lake.commit_files(&self.name, self.added, &self.removal).await?;

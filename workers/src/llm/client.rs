@@ -390,7 +390,11 @@ impl Embedder for OpenAiEmbedder {
         }
         let dim = if self.dim > 0 { self.dim } else { out.first().map_or(0, Vec::len) };
         if dim == 0 || out.iter().any(|v| v.len() != dim) {
-            return Err(err(format!("expected {} vectors of {} dimensions", texts.len(), if self.dim > 0 { self.dim.to_string() } else { "equal".into() })));
+            return Err(err(format!(
+                "expected {} vectors of {} dimensions",
+                texts.len(),
+                if self.dim > 0 { self.dim.to_string() } else { "equal".into() }
+            )));
         }
         Ok(out)
     }

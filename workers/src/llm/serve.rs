@@ -127,7 +127,8 @@ async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Res
     let usage = json!({"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens, "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens});
     if body.get("stream").and_then(Value::as_bool) == Some(true) {
         let include_usage = body["stream_options"].get("include_usage").and_then(Value::as_bool) == Some(true);
-        let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": r.model, "choices": choices});
+        let chunk =
+            |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": r.model, "choices": choices});
         let mut events = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))];
         if !r.content.is_empty() {
             events.push(chunk(json!([{"index": 0, "delta": {"content": r.content}, "finish_reason": null}])));
@@ -268,7 +269,8 @@ mod tests {
         assert_eq!((status, kind.as_str()), (200, "text/event-stream"));
         let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
         assert_eq!(events.last(), Some(&"data: [DONE]"));
-        let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap()).collect();
+        let chunks: Vec<Value> =
+            events[..events.len() - 1].iter().map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap()).collect();
         assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
         let content: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
         assert_eq!(content, "你好");

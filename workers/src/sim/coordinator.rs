@@ -146,7 +146,8 @@ async fn one_turn(
     let mut failures = 0usize;
     for s in &steps {
         let agent = AgentId(s.agent_id as u32);
-        let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_steps of run {run}, turn {turn}, agent {agent}: {what}: {e}"));
+        let bad =
+            |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_steps of run {run}, turn {turn}, agent {agent}: {what}: {e}"));
         let mine: Vec<AgentAction> = serde_json::from_str(&s.actions).map_err(|e| bad("the actions do not read", e))?;
         if let Some(other) = mine.iter().find(|a| a.agent != agent) {
             return Err(Error::Invalid(format!("sim_steps of run {run}, turn {turn}: agent {agent}'s step acts as agent {}", other.agent)));

@@ -3,7 +3,10 @@
 
 use datafusion::prelude::{Expr, col, lit};
 use some_jobs::sim::report::{self, Judge, ReportError, ReportInput, SimReport};
-use some_schemas::sim::{SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows, sim_posts, sim_turns};
+use some_schemas::sim::{
+    SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows,
+    sim_posts, sim_turns,
+};
 
 use super::spec::SimSpec;
 use crate::error::{Error, Result};

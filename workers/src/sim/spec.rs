@@ -72,7 +72,8 @@ impl PersonaSet {
                 let mut p = source.clone();
                 p.id = AgentId(i);
                 if copy == 0 {
-                    p.following = source.following.iter().filter_map(|f| position.get(f).map(|&j| AgentId(j))).filter(|f| f.0 < n).collect();
+                    p.following =
+                        source.following.iter().filter_map(|f| position.get(f).map(|&j| AgentId(j))).filter(|f| f.0 < n).collect();
                 } else {
                     p.username = format!("{}#{copy}", p.username);
                     p.following.clear();

@@ -52,7 +52,10 @@ impl SimState {
         // A turn is committed by its one `sim_turns` row, and turns commit
         // in order; anything else was not written by a coordinator.
         if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.turn != *i as i64) {
-            return Err(Error::Invalid(format!("sim_turns of run {run}: expected turn {i}, found turn {} (a turn is missing or repeated)", t.turn)));
+            return Err(Error::Invalid(format!(
+                "sim_turns of run {run}: expected turn {i}, found turn {} (a turn is missing or repeated)",
+                t.turn
+            )));
         }
         let mut known = load_agents(lake, &spec.run_id).await?;
         let n = spec.preset.agents();
@@ -63,7 +66,11 @@ impl SimState {
             return Ok(SimState { agents: Vec::new(), platform: Platform::new(), memories: HashMap::new(), turns });
         }
         let agents = (0..n)
-            .map(|i| known.remove(&AgentId(i)).ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})"))))
+            .map(|i| {
+                known
+                    .remove(&AgentId(i))
+                    .ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})")))
+            })
             .collect::<Result<Vec<Agent>>>()?;
         let mut platform = initial_platform(&agents)?;
         let last = turns.last().map_or(-1, |t| t.turn);
@@ -95,8 +102,9 @@ impl SimState {
         }
         let mut memories = HashMap::with_capacity(latest.len());
         for (agent, s) in latest {
-            let memory: Memory = serde_json::from_str(&s.memory)
-                .map_err(|e| Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn)))?;
+            let memory: Memory = serde_json::from_str(&s.memory).map_err(|e| {
+                Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn))
+            })?;
             memories.insert(agent, memory);
         }
         Ok(SimState { agents, platform, memories, turns })

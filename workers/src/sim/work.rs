@@ -119,9 +119,9 @@ impl SimRunner {
 
     async fn step(&self, known: &HashMap<AgentId, Agent>, work: &ShardWork, turn: &AgentTurn) -> Result<SimStepRow> {
         let ShardWork::Turn { turn: now, .. } = work else { unreachable!("steps run in turn shards") };
-        let Agent { persona, plan, .. } = known.get(&turn.agent).ok_or_else(|| {
-            Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id))
-        })?;
+        let Agent { persona, plan, .. } = known
+            .get(&turn.agent)
+            .ok_or_else(|| Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id)))?;
         let idle = Plan::idle();
         let input = StepInput {
             persona,
@@ -186,7 +186,9 @@ pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId,
     let rows: Vec<SimAgentRow> = lake.read(&lake.session().await?, Some(col(sim_agents::run_id).eq(lit(run_id.as_str())))).await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {
-        let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_agents of run {run_id}, agent {}: the {what} does not read: {e}", r.agent_id));
+        let bad = |what: &str, e: serde_json::Error| {
+            Error::Invalid(format!("sim_agents of run {run_id}, agent {}: the {what} does not read: {e}", r.agent_id))
+        };
         let persona: Persona = serde_json::from_str(&r.persona).map_err(|e| bad("persona", e))?;
         let plan: Option<Plan> = r.plan.as_deref().map(serde_json::from_str).transpose().map_err(|e| bad("plan", e))?;
         out.insert(persona.id, Agent { persona, plan, level: r.activity });
