@@ -7,13 +7,11 @@
 //! [`SCHEMA_VERSION`], so a reader can refuse data it would misread.
 //!
 //! ```
-//! use some_schemas::{PostRow, Row, Timestamp};
+//! use some_schemas::{PostRow, PostSource, Row, Timestamp};
 //! let post = PostRow {
-//!     post_id: "p1".into(), published_at: Timestamp::parse("2025-05-01 08:00:00"),
-//!     area: Some("北京".into()), topic: None, uid: None, nickname: None, platform: None,
-//!     title: None, content: "早高峰".into(), description: None, ocr: None, location: None,
-//!     client: None, reposts: None, comments: None, likes: None, pic_num: None, pictures: None,
-//!     video: None, rca_list: None, extra: None, source: "raw".into(), bucket: "b".into(),
+//!     published_at: Timestamp::parse("2025-05-01 08:00:00"),
+//!     area: Some("北京".into()),
+//!     ..PostRow::new("p1", "早高峰", PostSource::Raw, "b")
 //! };
 //! let batch = PostRow::to_batch(&[post.clone()]).unwrap();
 //! assert_eq!(PostRow::from_batch(&batch).unwrap(), vec![post]);
