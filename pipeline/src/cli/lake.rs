@@ -49,7 +49,7 @@ impl LakeCmd {
 #[derive(Debug, Args)]
 pub struct Vacuum {
     /// Keep what versions of the last this many hours need (time travel
-    /// further back than this may fail afterwards).
+    /// further back than this may fail afterwards); at least 1.
     #[arg(long, default_value_t = 168.0)]
     pub retain_hours: f64,
     /// Count what would be deleted; delete nothing.
@@ -59,8 +59,13 @@ pub struct Vacuum {
 
 impl Vacuum {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        if !(self.retain_hours >= 0.0 && self.retain_hours.is_finite()) {
-            anyhow::bail!("--retain-hours must be a number of hours, 0 or more (got {})", self.retain_hours);
+        // Files a running job wrote and has not committed yet look like
+        // orphans; an hour keeps any job within its deadline safe.
+        if !(self.retain_hours >= 1.0 && self.retain_hours.is_finite()) {
+            anyhow::bail!(
+                "--retain-hours must be 1 or more (got {}): a shorter retention could delete the files of a job still running",
+                self.retain_hours
+            );
         }
         let done = lake.vacuum(Duration::from_secs_f64(self.retain_hours * 3600.0), self.dry_run).await?;
         let verb = if self.dry_run { "would delete" } else { "deleted" };

@@ -35,7 +35,8 @@ use super::Lake;
 use crate::error::{Error, Result};
 
 /// How many versions apart checkpoints are written; `SOME_LAKE_CHECKPOINT_INTERVAL`
-/// overrides it (a reader replays at most this many commit files).
+/// overrides it (a reader replays the commits after the latest checkpoint:
+/// this many, unless a checkpoint write failed, which only costs time).
 const CHECKPOINT_INTERVAL: u64 = 100;
 
 /// One data file of a table, as the log records it.
@@ -120,17 +121,33 @@ impl Snapshot {
         self.removed.get(path).copied()
     }
 
-    fn apply(&mut self, commit: &Commit) -> Result<()> {
+    /// Whether `commit` applies to this state: the next version, each file
+    /// it removes live and named once, each file it adds named once.
+    fn check(&self, commit: &Commit) -> Result<()> {
         if commit.version != self.applied {
             return Err(Error::Invalid(format!("lake log: expected version {}, read version {}", self.applied, commit.version)));
         }
+        let mut seen = BTreeSet::new();
+        for path in &commit.remove {
+            if self.files.get(path).is_none() || !seen.insert(path.as_str()) {
+                return Err(Error::Invalid(format!("lake log version {}: removes {path}, which is not live", commit.version)));
+            }
+        }
+        let mut added = BTreeSet::new();
+        if let Some(twice) = commit.add.iter().find(|e| !added.insert(e.path.as_str())) {
+            return Err(Error::Invalid(format!("lake log version {}: adds {} twice", commit.version, twice.path)));
+        }
+        Ok(())
+    }
+
+    /// Applies `commit` whole, or not at all.
+    fn apply(&mut self, commit: &Commit) -> Result<()> {
+        self.check(commit)?;
         if let Some(v) = commit.schema_version {
             self.schema_version = v;
         }
         for path in &commit.remove {
-            if self.files.remove(path).is_none() {
-                return Err(Error::Invalid(format!("lake log version {}: removes {path}, which is not live", commit.version)));
-            }
+            self.files.remove(path);
             self.removed.insert(path.clone(), commit.timestamp_ms);
         }
         for entry in &commit.add {
@@ -152,8 +169,8 @@ pub enum Removal {
     /// These files, each of which must still be live when the commit lands
     /// (a file another writer removed first fails the commit).
     Files(Vec<String>),
-    /// Every live file of these tables, as of the version the commit lands
-    /// on (replacing the tables' contents).
+    /// Every file of these tables live just before the commit (whichever
+    /// version it lands as): the transaction replaces their contents.
     Tables(Vec<String>),
 }
 
@@ -162,6 +179,9 @@ impl Removal {
         match self {
             Removal::Nothing => Ok(Vec::new()),
             Removal::Files(paths) => {
+                let mut paths = paths.clone();
+                paths.sort();
+                paths.dedup();
                 if let Some(gone) = paths.iter().find(|p| snapshot.file(p).is_none()) {
                     return Err(Error::Invalid(format!(
                         "transaction {txn} removes {gone}, which another commit removed first (lake version {}): run it again",
@@ -410,6 +430,9 @@ impl Lake {
                 add: add.clone(),
                 remove: removal.resolve(snapshot, txn)?,
             };
+            // A commit that would not apply is never written: every reader
+            // after it would fail.
+            snapshot.check(&commit)?;
             if !self.put_commit(&commit).await? {
                 continue;
             }

@@ -58,13 +58,23 @@ async fn a_shared_transaction_commits_once_however_often_it_is_committed() {
     again.write_rows(vec![knowledge(2)]).await.unwrap();
     again.stage().await.unwrap();
     assert_eq!(count(&lake, "knowledge").await, "0", "nothing is visible before the commit");
+    // Vacuum keeps what a transaction not committed yet staged, and takes
+    // only the file the re-staged unit replaced.
+    assert_eq!(parquet_files(dir.path()), 3);
+    let done = lake.vacuum(Duration::ZERO, false).await.unwrap();
+    assert_eq!((done.orphans, done.staged), (1, 0));
+    assert_eq!(parquet_files(dir.path()), 2);
 
-    let committed = lake.commit_staged("ingest-t", Removal::Nothing).await.unwrap();
+    let tags = ["u1".to_string(), "u2".to_string()];
+    let err = lake.commit_staged("ingest-t", &[tags.to_vec(), vec!["u3".into()]].concat(), Removal::Nothing).await.unwrap_err();
+    assert!(err.to_string().contains("the part u3 is not staged"), "{err}");
+    let committed = lake.commit_staged("ingest-t", &tags, Removal::Nothing).await.unwrap();
     assert_eq!((committed.files.len(), committed.rows), (2, 3));
     assert!(committed.files.iter().all(|p| p.filename().unwrap().starts_with("part-ingest-t-u")), "{:?}", committed.files);
     assert_eq!(count(&lake, "knowledge").await, "3");
+    assert_eq!(lake.vacuum(Duration::ZERO, false).await.unwrap().staged, 2, "a committed transaction's staged parts go");
     // A second committer (or a redelivered job) commits nothing.
-    assert_eq!(lake.commit_staged("ingest-t", Removal::Nothing).await.unwrap().version, None);
+    assert_eq!(lake.commit_staged("ingest-t", &tags, Removal::Nothing).await.unwrap().version, None);
     assert_eq!(count(&lake, "knowledge").await, "3");
     assert!(lake.abort_staged("ingest-t").await.unwrap_err().to_string().contains("is committed"));
     // A job's part is staged, never committed on its own.

@@ -1,5 +1,6 @@
 //! Files no version needs any more, and lakes of the folder layout.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::TryStreamExt;
@@ -31,22 +32,44 @@ fn table_names() -> impl Iterator<Item = &'static str> {
 impl Lake {
     /// Deletes the data files the latest version does not hold that are
     /// older than `retain` (removed before it, or written before it and
-    /// never committed), and the staged parts of finished transactions.
-    /// A version older than `retain` may no longer be readable afterwards;
-    /// a transaction running longer than `retain` would lose its files.
+    /// never committed), and the staged parts of committed transactions.
+    /// The parts of a shared transaction not committed yet, and their
+    /// files, are kept whatever their age (`some ingest abort` deletes
+    /// them). A version older than `retain` may no longer be readable
+    /// afterwards, and a file written by a job longer ago than `retain` and
+    /// not yet committed (a simulation shard's steps) is taken for an
+    /// orphan: keep `retain` well above the longest job.
     pub async fn vacuum(&self, retain: Duration, dry_run: bool) -> Result<Vacuumed> {
         let snapshot = self.snapshot().await?;
         let cutoff = chrono::Utc::now() - chrono::Duration::from_std(retain).unwrap_or(chrono::Duration::MAX);
         let cutoff_ms = cutoff.timestamp_millis();
         let mut done = Vacuumed::default();
         let mut doomed = Vec::new();
+
+        let staging = self.path("_staging");
+        let staged: Vec<object_store::ObjectMeta> =
+            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
+        let mut pending: HashSet<String> = HashSet::new();
+        for meta in staged {
+            let txn = meta.location.prefix_match(&staging).and_then(|mut parts| parts.next()).map(|p| p.as_ref().to_string());
+            if txn.is_some_and(|t| snapshot.has_txn(&t)) {
+                done.staged += 1;
+                doomed.push(meta.location);
+                continue;
+            }
+            let bytes = self.store.get(&meta.location).await.map_err(Error::store("read", &meta.location))?.bytes().await;
+            let files: Vec<FileEntry> = serde_json::from_slice(&bytes.map_err(Error::store("read", &meta.location))?)
+                .map_err(|e| Error::Invalid(format!("{}: unreadable staged part: {e}", meta.location)))?;
+            pending.extend(files.into_iter().map(|f| f.path));
+        }
+
         for table in table_names() {
             let prefix = self.path(table);
             let files: Vec<object_store::ObjectMeta> =
                 self.store.list(Some(&prefix)).try_collect().await.map_err(Error::store("list", &prefix))?;
             for meta in files {
                 let Some(relative) = self.relative(&meta.location) else { continue };
-                if snapshot.file(&relative).is_some() {
+                if snapshot.file(&relative).is_some() || pending.contains(&relative) {
                     continue;
                 }
                 if let Some(at) = snapshot.removed_at(&relative) {
@@ -63,16 +86,10 @@ impl Lake {
                 doomed.push(meta.location);
             }
         }
-        let staging = self.path("_staging");
-        let staged: Vec<object_store::ObjectMeta> =
-            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
-        for meta in staged {
-            let txn = meta.location.prefix_match(&staging).and_then(|mut parts| parts.next()).map(|p| p.as_ref().to_string());
-            if txn.is_some_and(|t| snapshot.has_txn(&t)) || meta.last_modified < cutoff {
-                done.staged += 1;
-                doomed.push(meta.location);
-            }
-        }
+        // A commit that landed while the store was listed may name a file
+        // taken for an orphan above: the latest version has the last word.
+        let latest = self.snapshot().await?;
+        doomed.retain(|path| self.relative(path).is_none_or(|r| latest.file(&r).is_none()));
         if !dry_run {
             for path in &doomed {
                 self.delete_quietly(path).await?;

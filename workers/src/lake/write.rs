@@ -72,7 +72,8 @@ pub struct Committed {
     pub rows: u64,
     pub bytes: u64,
     /// The lake version it landed as; `None` if the log held the
-    /// transaction already (nothing was committed twice).
+    /// transaction already (nothing was committed twice), which includes a
+    /// retried write of this very commit that had landed.
     pub version: Option<u64>,
 }
 
@@ -220,12 +221,26 @@ impl Txn {
     }
 }
 
+/// The tag a staging manifest `_staging/<id>/<tag>.json` is of.
+fn tag_of(manifest: &Path) -> Option<String> {
+    manifest.filename()?.strip_suffix(".json").map(str::to_string)
+}
+
 impl Lake {
     /// Commits every part staged into the shared transaction `id`, and
     /// removes what `removal` names, as one commit. Safe to run again and
     /// by two processes at once: the transaction lands once.
-    pub async fn commit_staged(&self, id: &str, removal: Removal) -> Result<Committed> {
-        let added: Vec<FileEntry> = self.staged_parts(id).await?.into_iter().flat_map(|(_, files)| files).collect();
+    /// Every tag of `tags` must have staged its part: a part that went
+    /// missing fails the commit rather than leaving its rows out.
+    pub async fn commit_staged(&self, id: &str, tags: &[String], removal: Removal) -> Result<Committed> {
+        let parts = self.staged_parts(id).await?;
+        if !self.snapshot().await?.has_txn(id) {
+            let present: Vec<String> = parts.iter().filter_map(|(manifest, _)| tag_of(manifest)).collect();
+            if let Some(missing) = tags.iter().find(|t| !present.contains(t)) {
+                return Err(Error::Invalid(format!("transaction {id}: the part {missing} is not staged (deleted, or never written)")));
+            }
+        }
+        let added: Vec<FileEntry> = parts.into_iter().flat_map(|(_, files)| files).collect();
         Ok(Committed {
             files: added.iter().map(|f| self.path(&f.path)).collect(),
             rows: added.iter().map(|f| f.rows).sum(),
@@ -247,6 +262,15 @@ impl Lake {
             self.delete_quietly(&manifest).await?;
         }
         Ok(())
+    }
+
+    /// The tags whose parts of the shared transaction `id` are staged.
+    pub async fn staged_tags(&self, id: &str) -> Result<Vec<String>> {
+        use futures::TryStreamExt;
+        let staging = self.path(&format!("_staging/{id}"));
+        let manifests: Vec<object_store::ObjectMeta> =
+            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
+        Ok(manifests.iter().filter_map(|m| tag_of(&m.location)).collect())
     }
 
     /// The staged parts of the shared transaction `id`: each manifest's

@@ -118,6 +118,11 @@ fn state_path(lake: &Lake, id: &str, name: &str) -> object_store::path::Path {
     lake.path(&format!("_ingest/{id}/{name}"))
 }
 
+/// The tag of a unit's part of the ingestion's shared transaction.
+fn unit_tag(unit: u32) -> String {
+    format!("u{unit:06}")
+}
+
 fn marker(folder: &str, unit: u32) -> String {
     format!("{folder}/{unit:06}.json")
 }
@@ -278,7 +283,7 @@ async fn stage(lake: &Lake, id: &str, unit: u32, files: Vec<ReleaseFile>) -> Res
         Ok::<_, some_jobs::InputError>(all)
     })
     .await??;
-    let mut txn = lake.txn_in(id, &format!("u{unit:06}"));
+    let mut txn = lake.txn_in(id, &unit_tag(unit));
     txn.write_rows(part.posts).await?;
     txn.write_rows(part.users).await?;
     txn.write_rows(part.ref_posts).await?;
@@ -301,8 +306,25 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
         record.bytes += done.bytes;
         record.parts += done.parts;
     }
+    let tags: Vec<String> = (0..manifest.units.len() as u32).map(unit_tag).collect();
+    if !lake.snapshot().await?.has_txn(&manifest.id) {
+        // A unit recorded done whose staged part is gone is staged again by
+        // `resume`, not committed without its rows.
+        let staged = lake.staged_tags(&manifest.id).await?;
+        let lost: Vec<u32> = (0..manifest.units.len() as u32).filter(|u| !staged.contains(&unit_tag(*u))).collect();
+        if !lost.is_empty() {
+            for unit in &lost {
+                let done = state_path(lake, &manifest.id, &marker("done", *unit));
+                lake.store().delete(&done).await.map_err(Error::store("delete", &done))?;
+            }
+            return Err(Error::Invalid(format!(
+                "ingestion {}: units {lost:?} were recorded staged but their staged parts are gone; `some ingest resume {}` stages them again",
+                manifest.id, manifest.id
+            )));
+        }
+    }
     let removal = if manifest.replace { Removal::Tables(WORLD_TABLES.map(str::to_string).to_vec()) } else { Removal::Nothing };
-    lake.commit_staged(&manifest.id, removal).await?;
+    lake.commit_staged(&manifest.id, &tags, removal).await?;
     put_json(lake, &state_path(lake, &manifest.id, "committed.json"), &record).await?;
     Ok(record)
 }
