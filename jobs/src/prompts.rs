@@ -92,7 +92,9 @@ impl Prompts {
                     continue;
                 }
                 let name = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-                if name.ends_with(".md") {
+                let file = name.rsplit('/').next().unwrap_or_default();
+                // Notes, hidden files and editor backups are not prompts.
+                if name.ends_with(".md") || file.starts_with('.') || file.ends_with('~') {
                     continue;
                 }
                 if !known.contains(&name) {
@@ -106,6 +108,7 @@ impl Prompts {
                 if text.trim().is_empty() {
                     return Err(InputError::new(&path, "", "the prompt is empty"));
                 }
+                check_placeholders(&path, &name, &text)?;
                 found.insert(name, text);
             }
         }
@@ -124,6 +127,26 @@ impl Prompts {
     /// The file names this set replaces.
     pub fn files(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
+    }
+}
+
+/// The placeholders a prompt file must hold, where the code fills them:
+/// the answer on an evaluation prompt's last line (it is the user message),
+/// the reference answer in a judge rubric, the query in the completion check.
+fn check_placeholders(path: &Path, name: &str, text: &str) -> Result<(), InputError> {
+    let last = text.trim_end().rsplit('\n').next().unwrap_or_default();
+    let missing = if name == ATTEMPT_FILE {
+        (!text.contains("{question}")).then_some("{question}")
+    } else if name.starts_with("eval/") && !last.contains("{raw answer}") {
+        Some("{raw answer} on its last line (the line sent as the user message)")
+    } else if name.starts_with("eval/judge_") && !text.contains("{ground truth}") {
+        Some("{ground truth}")
+    } else {
+        None
+    };
+    match missing {
+        Some(what) => Err(InputError::new(path, "", format!("the prompt lacks {what}"))),
+        None => Ok(()),
     }
 }
 
@@ -155,11 +178,11 @@ mod tests {
 
         let partial = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(partial.path().join("eval")).unwrap();
-        std::fs::write(partial.path().join("eval/judge_smq.txt"), "rubric\nThe answer is “{raw answer}”").unwrap();
+        std::fs::write(partial.path().join("eval/judge_smq.txt"), "rubric for “{ground truth}”\nThe answer is “{raw answer}”").unwrap();
         let set = Prompts::load(partial.path()).unwrap();
         let (agent, judge) = set.split();
         assert!(agent.is_empty());
-        assert_eq!(judge.get("eval/judge_smq.txt", "built-in"), "rubric\nThe answer is “{raw answer}”");
+        assert_eq!(judge.get("eval/judge_smq.txt", "built-in"), "rubric for “{ground truth}”\nThe answer is “{raw answer}”");
         assert_eq!(judge.get("eval/judge_red.txt", "built-in"), "built-in");
     }
 
@@ -173,5 +196,15 @@ mod tests {
         std::fs::remove_file(dir.path().join("tasks/rde.txt")).unwrap();
         std::fs::write(dir.path().join("tasks/red.txt"), " \n").unwrap();
         assert!(Prompts::load(dir.path()).unwrap_err().to_string().contains("empty"));
+        std::fs::write(dir.path().join("tasks/red.txt"), "x").unwrap();
+        std::fs::create_dir_all(dir.path().join("eval")).unwrap();
+        std::fs::write(dir.path().join("eval/judge_smq.txt"), "rubric {ground truth}\nThe answer is {raw answer}\nThanks").unwrap();
+        let err = Prompts::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("{raw answer} on its last line"), "{err}");
+        std::fs::write(dir.path().join("eval/judge_smq.txt"), "rubric\nThe answer is {raw answer}").unwrap();
+        assert!(Prompts::load(dir.path()).unwrap_err().to_string().contains("{ground truth}"));
+        std::fs::write(dir.path().join("eval/judge_smq.txt"), "rubric {ground truth}\nThe answer is {raw answer}").unwrap();
+        std::fs::write(dir.path().join("eval/.judge_smq.txt.swp"), "x").unwrap();
+        assert_eq!(Prompts::load(dir.path()).unwrap().files().count(), 2);
     }
 }

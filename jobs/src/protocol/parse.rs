@@ -23,10 +23,12 @@
 //! full. SoMe's `qwen_agent/agent.py` is not in our source index, so step 2
 //! rests on the reference notes (its patterns, their order, JSON5, the
 //! wrapper, the name/arguments rule, the whole-text try, which messages it
-//! scans) plus three choices of ours, each documented in `fallback.rs`: the
-//! first pattern that yields a call ends the scan; the name-line pattern
-//! runs with `re.MULTILINE | re.DOTALL` and its object is the arguments;
-//! the whole text is tried when no pattern yielded a call.
+//! scans) and the rules a parity check established (`fallback.rs`): every
+//! pattern's calls count, in pattern order; the name-line pattern runs with
+//! `re.DOTALL` only, so it reads the start of the reply; the whole text is
+//! tried only when no pattern matched at all. One choice is ours: the reply
+//! is trimmed before the scan, so a name line after a think block's
+//! trailing newline still counts.
 //!
 //! # Where we differ from the reference, and why
 //!

@@ -96,6 +96,13 @@ impl Run {
         if planned.is_empty() {
             anyhow::bail!("no query of the tasks {:?} is in the lake", self.tasks);
         }
+        let builtin_embedder = some_jobs::tools::ToolSettings::default().embedding_model;
+        if self.embedding_endpoints.is_empty() && self.embedding_model != builtin_embedder {
+            anyhow::bail!(
+                "--embedding-model {} needs --embedding-endpoint URL: without one, queries are embedded by the built-in {builtin_embedder}",
+                self.embedding_model
+            );
+        }
         let (judge_model, judge_endpoints) = self.judge.judge(&self.model, &self.endpoints);
         Ok(RunSpec {
             run_id: self.run_id.clone().unwrap_or_else(RunId::new_dated),

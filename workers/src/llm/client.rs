@@ -371,6 +371,9 @@ impl Embedder for OpenAiEmbedder {
 
     async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
         let err = |message: String| EmbedError { model: self.client.model.clone(), message };
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
         let input: Vec<String> =
             texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
         let value =
