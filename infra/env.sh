@@ -13,6 +13,14 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SOME_CACHE/target}"
 export PATH="$SOME_CACHE/bin:$HOME/.cargo/bin:$PATH"
 mkdir -p "$SOME_CACHE/bin"
 
+# The workplace's shared folder (persona sets, the reference's parity
+# fixture) that some tests read: beside the clone, else this workplace's.
+if [ -z "${SOME_SHARED:-}" ]; then
+  for candidate in "$SOME_ROOT/../shared" /work/shared; do
+    if [ -d "$candidate/personas" ]; then export SOME_SHARED="$(cd "$candidate" && pwd)"; break; fi
+  done
+fi
+
 say() { printf '[some] %s\n' "$*" >&2; }
 
 # Installs Debian packages that are missing (needs root or sudo).

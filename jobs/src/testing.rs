@@ -40,6 +40,21 @@ impl ScriptedModel {
 }
 
 /// A reply with `text` and nominal token counts.
+/// The workplace's shared folder (persona sets, the reference's parity
+/// fixture), which tests read and never copy: `SOME_SHARED` (which
+/// `infra/test.sh` sets), else `shared/` beside the repository. Panics
+/// naming both when neither holds it, so a test never passes without it.
+pub fn shared_dir() -> std::path::PathBuf {
+    let beside = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    let dir = std::env::var_os("SOME_SHARED").map(std::path::PathBuf::from).unwrap_or(beside);
+    assert!(
+        dir.join("personas").is_dir(),
+        "the shared folder is not at {}: set SOME_SHARED to it (infra/test.sh looks beside the repository and in /work/shared)",
+        dir.display()
+    );
+    dir
+}
+
 pub fn reply(text: &str) -> Result<ChatResponse, ModelError> {
     Ok(ChatResponse {
         content: text.into(),

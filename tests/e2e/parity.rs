@@ -15,7 +15,7 @@ use some_workers::world::LakeBackend;
 use some_workers::{Lake, LakeLocation};
 
 fn parity_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/parity")
+    some_jobs::testing::shared_dir().join("reference/parity")
 }
 
 /// One replayed call: where it is, what the reference said, what we say.

@@ -106,7 +106,7 @@ fn records(release: &std::path::Path) -> Vec<(&'static str, String, std::collect
 /// whose README says each holds every key the reference reads) is in every
 /// record of ours.
 fn every_key_the_reference_reads_is_in_every_record(release: &std::path::Path) {
-    let parity = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/parity/release");
+    let parity = some_jobs::testing::shared_dir().join("reference/parity/release");
     let mut needed: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = Default::default();
     for (kind, _, keys) in records(&parity) {
         needed.entry(kind).or_default().extend(keys);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::*;
 
 fn shared(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/personas").join(rel)
+    crate::testing::shared_dir().join("personas").join(rel)
 }
 
 #[test]
