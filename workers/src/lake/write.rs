@@ -221,6 +221,14 @@ impl Txn {
     }
 }
 
+/// What [`Lake::commit_staged`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Staged {
+    Committed(Committed),
+    /// These tags have no staged part: nothing was committed.
+    Missing(Vec<String>),
+}
+
 /// The tag a staging manifest `_staging/<id>/<tag>.json` is of.
 fn tag_of(manifest: &Path) -> Option<String> {
     manifest.filename()?.strip_suffix(".json").map(str::to_string)
@@ -230,23 +238,25 @@ impl Lake {
     /// Commits every part staged into the shared transaction `id`, and
     /// removes what `removal` names, as one commit. Safe to run again and
     /// by two processes at once: the transaction lands once.
-    /// Every tag of `tags` must have staged its part: a part that went
-    /// missing fails the commit rather than leaving its rows out.
-    pub async fn commit_staged(&self, id: &str, tags: &[String], removal: Removal) -> Result<Committed> {
+    /// Every tag of `tags` must have staged its part: if some have not (a
+    /// part deleted, or never written), nothing is committed and they are
+    /// returned, so the caller stages them again rather than losing rows.
+    pub async fn commit_staged(&self, id: &str, tags: &[String], removal: Removal) -> Result<Staged> {
         let parts = self.staged_parts(id).await?;
         if !self.snapshot().await?.has_txn(id) {
             let present: Vec<String> = parts.iter().filter_map(|(manifest, _)| tag_of(manifest)).collect();
-            if let Some(missing) = tags.iter().find(|t| !present.contains(t)) {
-                return Err(Error::Invalid(format!("transaction {id}: the part {missing} is not staged (deleted, or never written)")));
+            let missing: Vec<String> = tags.iter().filter(|t| !present.contains(t)).cloned().collect();
+            if !missing.is_empty() {
+                return Ok(Staged::Missing(missing));
             }
         }
         let added: Vec<FileEntry> = parts.into_iter().flat_map(|(_, files)| files).collect();
-        Ok(Committed {
+        Ok(Staged::Committed(Committed {
             files: added.iter().map(|f| self.path(&f.path)).collect(),
             rows: added.iter().map(|f| f.rows).sum(),
             bytes: added.iter().map(|f| f.size).sum(),
             version: self.commit_files(id, added, &removal).await?,
-        })
+        }))
     }
 
     /// Deletes what the jobs of the shared transaction `id` staged (it must
@@ -262,15 +272,6 @@ impl Lake {
             self.delete_quietly(&manifest).await?;
         }
         Ok(())
-    }
-
-    /// The tags whose parts of the shared transaction `id` are staged.
-    pub async fn staged_tags(&self, id: &str) -> Result<Vec<String>> {
-        use futures::TryStreamExt;
-        let staging = self.path(&format!("_staging/{id}"));
-        let manifests: Vec<object_store::ObjectMeta> =
-            self.store.list(Some(&staging)).try_collect().await.map_err(Error::store("list", &staging))?;
-        Ok(manifests.iter().filter_map(|m| tag_of(&m.location)).collect())
     }
 
     /// The staged parts of the shared transaction `id`: each manifest's

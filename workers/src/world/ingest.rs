@@ -40,7 +40,7 @@ use some_schemas::{Job, JobKind, JobMessage, buckets};
 
 use super::{WORLD_TABLES, guard_world};
 use crate::error::{Error, Result};
-use crate::lake::{Lake, Removal};
+use crate::lake::{Lake, Removal, Staged};
 use crate::queue::Queue;
 
 /// What an ingestion reads, recorded when it is planned.
@@ -307,24 +307,20 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
         record.parts += done.parts;
     }
     let tags: Vec<String> = (0..manifest.units.len() as u32).map(unit_tag).collect();
-    if !lake.snapshot().await?.has_txn(&manifest.id) {
-        // A unit recorded done whose staged part is gone is staged again by
-        // `resume`, not committed without its rows.
-        let staged = lake.staged_tags(&manifest.id).await?;
-        let lost: Vec<u32> = (0..manifest.units.len() as u32).filter(|u| !staged.contains(&unit_tag(*u))).collect();
-        if !lost.is_empty() {
-            for unit in &lost {
-                let done = state_path(lake, &manifest.id, &marker("done", *unit));
-                lake.store().delete(&done).await.map_err(Error::store("delete", &done))?;
-            }
-            return Err(Error::Invalid(format!(
-                "ingestion {}: units {lost:?} were recorded staged but their staged parts are gone; `some ingest resume {}` stages them again",
-                manifest.id, manifest.id
-            )));
-        }
-    }
     let removal = if manifest.replace { Removal::Tables(WORLD_TABLES.map(str::to_string).to_vec()) } else { Removal::Nothing };
-    lake.commit_staged(&manifest.id, &tags, removal).await?;
+    if let Staged::Missing(lost) = lake.commit_staged(&manifest.id, &tags, removal).await? {
+        // Units recorded done whose staged parts are gone are staged again
+        // by `resume`, not committed without their rows.
+        let units: Vec<u32> = (0..manifest.units.len() as u32).filter(|u| lost.contains(&unit_tag(*u))).collect();
+        for unit in &units {
+            let done = state_path(lake, &manifest.id, &marker("done", *unit));
+            lake.store().delete(&done).await.map_err(Error::store("delete", &done))?;
+        }
+        return Err(Error::Invalid(format!(
+            "ingestion {}: units {units:?} were recorded staged but their staged parts are gone; `some ingest resume {}` stages them again",
+            manifest.id, manifest.id
+        )));
+    }
     put_json(lake, &state_path(lake, &manifest.id, "committed.json"), &record).await?;
     Ok(record)
 }

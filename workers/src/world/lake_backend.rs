@@ -2,10 +2,11 @@
 //! DataFusion scan of one partition (a stream day, a topic, a user bucket),
 //! with the argument as a filter value, never as SQL text or a path.
 //!
-//! Small, hot, read-only data is cached for the backend's lifetime: the
-//! user profiles, the knowledge base with its vectors, and the vectors of
-//! recently used buckets (bounded). A world replaced under a running worker
-//! is seen by workers started after it.
+//! Each read goes to the lake's latest version. Small, hot data is cached
+//! for the backend's lifetime: the user profiles, the referenced posts,
+//! the knowledge base with its vectors, and the vectors of recently used
+//! buckets (bounded); a world replaced under a running worker is read whole
+//! only by workers started after it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,7 +40,6 @@ pub struct LakeBackend {
     knowledge: Mutex<HashMap<String, Arc<KnowledgeIndex>>>,
     /// (model, bucket) -> vectors, with a use counter for eviction.
     vectors: Mutex<VectorCache>,
-    streams: Mutex<HashMap<String, bool>>,
 }
 
 fn err(e: impl std::fmt::Display) -> BackendError {
@@ -78,7 +78,6 @@ impl LakeBackend {
             ref_posts: OnceCell::new(),
             knowledge: Mutex::new(HashMap::new()),
             vectors: Mutex::new((0, HashMap::new())),
-            streams: Mutex::new(HashMap::new()),
         })
     }
 
@@ -109,16 +108,11 @@ impl LakeBackend {
         Ok(out)
     }
 
-    /// Whether a `posts` partition has any file (a stream exists that day).
+    /// Whether a `posts` partition has any file (a stream exists that day):
+    /// a look-up in the log's snapshot, held in memory.
     async fn partition_exists(&self, source: PostSource, bucket: &str) -> Result<bool, BackendError> {
-        let key = format!("{}/{bucket}", source.as_str());
-        if let Some(known) = self.streams.lock().map_err(err)?.get(&key) {
-            return Ok(*known);
-        }
         let folder = format!("{}/source={}/bucket={bucket}", PostRow::TABLE, source.as_str());
-        let exists = self.lake.snapshot().await.map_err(err)?.files_under(&folder).next().is_some();
-        self.streams.lock().map_err(err)?.insert(key, exists);
-        Ok(exists)
+        Ok(self.lake.snapshot().await.map_err(err)?.files_under(&folder).next().is_some())
     }
 
     async fn bucket_vectors(&self, model: &str, bucket: &str) -> Result<Vectors, BackendError> {
