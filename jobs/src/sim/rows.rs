@@ -67,13 +67,12 @@ pub fn actions_from_rows(mut rows: Vec<SimActionRow>) -> Result<Vec<(Turn, Vec<A
             turns.push((turn, Vec::new()));
         }
         let actions = &mut turns.last_mut().expect("pushed above").1;
-        if kind == ActionKind::Browse {
-            if let Some(AgentAction { agent: a, seq: s, action: Action::Browse { posts } }) = actions.last_mut() {
-                if (*a, *s) == (agent, seq) {
-                    posts.extend(r.post_id.map(|p| PostId(p as u64)));
-                    continue;
-                }
-            }
+        if kind == ActionKind::Browse
+            && let Some(AgentAction { agent: a, seq: s, action: Action::Browse { posts } }) = actions.last_mut()
+            && (*a, *s) == (agent, seq)
+        {
+            posts.extend(r.post_id.map(|p| PostId(p as u64)));
+            continue;
         }
         let action = match kind {
             ActionKind::Browse => Action::Browse { posts: r.post_id.map(|p| PostId(p as u64)).into_iter().collect() },

@@ -64,7 +64,7 @@ async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
     let (bars, style, per_task, spec) = (&bars, &style, &per_task, &spec);
     wait::until_settled(None, None, || async move {
         let cancelled = load_run(lake, run_id).await?.cancelled;
-        let p = progress(lake, &spec, cancelled).await?;
+        let p = progress(lake, spec, cancelled).await?;
         let mut per_task = per_task.lock().map_err(|_| anyhow::anyhow!("progress bars poisoned"))?;
         for (task, t) in &p.tasks {
             let bar = per_task.entry(*task).or_insert_with(|| {

@@ -129,7 +129,7 @@ impl Snapshot {
         }
         let mut seen = BTreeSet::new();
         for path in &commit.remove {
-            if self.files.get(path).is_none() || !seen.insert(path.as_str()) {
+            if !self.files.contains_key(path) || !seen.insert(path.as_str()) {
                 return Err(Error::Invalid(format!("lake log version {}: removes {path}, which is not live", commit.version)));
             }
         }
@@ -439,7 +439,7 @@ impl Lake {
             snapshot.apply(&commit)?;
             fault_point("after-commit");
             let interval = checkpoint_interval();
-            if commit.version % interval == 0
+            if commit.version.is_multiple_of(interval)
                 && let Err(e) = self.write_checkpoint(snapshot).await
             {
                 tracing::warn!(error = %e, version = commit.version, "lake log: checkpoint not written (readers replay more commits)");

@@ -34,19 +34,21 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"error": {"message": message.into(), "type": "invalid_request_error"}}))).into_response()
 }
 
-/// 404 unless the request names `served` or no model at all.
-fn check_model(body: &Value, served: &str) -> std::result::Result<(), Response> {
+/// A 404 unless the request names `served` or no model at all.
+fn refusal(body: &Value, served: &str) -> Option<Response> {
     match body.get("model").and_then(Value::as_str) {
-        Some(asked) if asked != served => Err((
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": {
-                "message": format!("The model `{asked}` does not exist on this server; it serves `{served}`"),
-                "type": "invalid_request_error",
-                "code": "model_not_found",
-            }})),
-        )
-            .into_response()),
-        _ => Ok(()),
+        Some(asked) if asked != served => Some(
+            (
+                StatusCode::NOT_FOUND,
+                Json(json!({"error": {
+                    "message": format!("The model `{asked}` does not exist on this server; it serves `{served}`"),
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }})),
+            )
+                .into_response(),
+        ),
+        _ => None,
     }
 }
 
@@ -103,7 +105,7 @@ pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, Stri
 }
 
 async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Response {
-    if let Err(refused) = check_model(&body, served.chat.name()) {
+    if let Some(refused) = refusal(&body, served.chat.name()) {
         return refused;
     }
     let request = match parse_chat_request(&body) {
@@ -176,7 +178,7 @@ async fn embeddings(State(served): State<Arc<Served>>, Json(body): Json<Value>) 
     let Some(embedder) = &served.embedder else {
         return error(StatusCode::NOT_FOUND, "this server has no embedding model");
     };
-    if let Err(refused) = check_model(&body, embedder.model()) {
+    if let Some(refused) = refusal(&body, embedder.model()) {
         return refused;
     }
     let input: Vec<String> = match body.get("input") {
