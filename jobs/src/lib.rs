@@ -26,6 +26,7 @@ pub mod queries;
 pub mod release;
 pub mod scorers;
 pub mod sim;
+pub mod solvers;
 pub mod synth;
 pub mod tasks;
 pub mod testing;

@@ -8,12 +8,15 @@
 //! | task | what the world holds for it |
 //! |---|---|
 //! | RED | posts in the query's location stream and hour describing each reference event, amid posts that only mention the place |
-//! | SES | posts stating the reference summary's facts, spread over time, amid heavy topic noise |
-//! | MID | reports that support, partly support or refute each claim as its label says, plus distractors |
-//! | UBP, MCR | each referenced post is about one subject; a user's history mentions the subjects of posts they engaged with and never those they did not |
-//! | UEA | the user's history reacts to the post's subject with the labelled emotion |
-//! | UCS | the user's history is written in the true comment's style (its emoticons and phrases), never the distractor's |
-//! | SMQ | the reference answer is stated in the user's or topic's posts |
+//! | SES | the reference summary's facts in posts' own words, each breaking early in the stream and retold over the month, amid reactions |
+//! | MID | reports naming each claim by its key words and rating it (mostly as its label says), notes quoting it but rating an altered version, distractors |
+//! | UBP, MCR | the user's history talks about each shown post's subject, with attachment or dismissively as the label says |
+//! | UEA | the user's history describes situations conveying the labelled emotion toward the post's subject |
+//! | UCS | the true comment in the user's own words, the distractor quoted from someone else |
+//! | SMQ | profile-field answers in the profile and posts; the others stated in the user's or topic's posts |
+//!
+//! What a reader could count without reading appears equally under every
+//! label ([`signals`] is the likelihood model; `solvers::oracle` inverts it).
 //!
 //! Generation is split into [`Unit`]s, one per `posts` partition, each with
 //! its own random stream derived from the seed and the unit's key: any
@@ -26,7 +29,9 @@ mod apportion;
 mod knowledge;
 pub mod lexicon;
 mod plan;
+pub mod profile_facts;
 mod raw;
+pub mod signals;
 pub mod text;
 mod topics;
 mod users;

@@ -7,7 +7,9 @@ use rand::Rng;
 use some_schemas::{PostSource, QueryRow, Task, Timestamp, buckets};
 
 use super::lexicon::{CATEGORIES, EMOTION_WORDS};
-use super::text::{emoticons_in, fact_sentences, first_date};
+use super::profile_facts::ProfileFacts;
+use super::signals::{ALTERED_NOTES, MAX_MENTIONS, STANCE_REPORTS};
+use super::text::{fact_sentences, first_date};
 use super::{PAPER_VOLUMES, Scale, SynthConfig, Unit, UnitPart, apportion, unit_rng};
 use crate::error::{Error, Result};
 
@@ -67,12 +69,25 @@ pub(super) enum UserKind {
 }
 
 pub(super) enum Engagement {
-    /// MCR, or UBP with the action: the user engaged with the post (or not).
-    Interest { post: usize, positive: bool, action: Option<String> },
+    /// MCR or UBP: the user engaged with the post (or turned it down).
+    Interest { post: usize, positive: bool },
     /// UEA: the user reacts to the post with this emotion (index into EMOTION_WORDS).
     Emotion { post: usize, emotion: usize },
     /// UCS: the user wrote this comment on the post.
     Comment { post: usize, text: String },
+    /// UCS: someone else wrote this comment on the post; the user saw it.
+    Quote { post: usize, text: String },
+}
+
+impl Engagement {
+    pub fn post(&self) -> usize {
+        match self {
+            Engagement::Interest { post, .. }
+            | Engagement::Emotion { post, .. }
+            | Engagement::Comment { post, .. }
+            | Engagement::Quote { post, .. } => *post,
+        }
+    }
 }
 
 pub(super) struct UserPlan {
@@ -82,10 +97,11 @@ pub(super) struct UserPlan {
     pub engagements: Vec<Engagement>,
     /// SMQ answers the user's posts must state.
     pub answers: Vec<String>,
-    /// Subjects (category, subject) the user never mentions.
+    /// SMQ answers about profile fields: the profile and posts carry them.
+    pub facts: ProfileFacts,
+    /// Subjects (category, subject) of the posts the user's queries show:
+    /// everyday posts leave them to the engagements' evidence.
     pub avoid: HashSet<(usize, usize)>,
-    /// Emoticons of comments the user did not write.
-    pub avoid_emoticons: HashSet<String>,
     /// Referenced posts this user authored.
     pub authored: Vec<usize>,
     pub total: u64,
@@ -100,10 +116,12 @@ pub(super) struct RefPost {
 }
 
 pub(super) struct ClaimPlan {
-    pub key: String,
     pub claim: String,
     pub label: String,
     pub stance_reports: u64,
+    /// Notes quoting the claim but rating an altered version of it.
+    pub altered: u64,
+    /// Background notes sharing the claim's words, about something else.
     pub distractors: u64,
 }
 
@@ -163,7 +181,7 @@ impl World {
     }
 
     pub fn knowledge_count(&self) -> u64 {
-        self.claims.iter().map(|c| c.stance_reports + c.distractors).sum()
+        self.claims.iter().map(|c| c.stance_reports + c.altered + c.distractors).sum()
     }
 
     fn tasks(&self, task: Task) -> impl Iterator<Item = &QueryRow> {
@@ -247,8 +265,8 @@ impl World {
             interests: Vec::new(),
             engagements: Vec::new(),
             answers: Vec::new(),
+            facts: ProfileFacts::default(),
             avoid: HashSet::new(),
-            avoid_emoticons: HashSet::new(),
             authored: Vec::new(),
             total: 0,
         };
@@ -258,14 +276,14 @@ impl World {
                 users.len() - 1
             })
         };
-        // Distractor comments of UCS, per (user, post): their style must stay out.
-        let mut distractors: Vec<(usize, String)> = Vec::new();
         for q in &self.queries {
             let task = q.task;
             if task == Task::Smq {
-                if let (Some(uid), Some(answer)) = (&q.uid, &q.reference) {
+                if let (Some(uid), Some(question), Some(answer)) = (&q.uid, &q.question, &q.reference) {
                     let u = user(uid, &mut users);
-                    users[u].answers.push(answer.clone());
+                    if !users[u].facts.learn(question, answer) {
+                        users[u].answers.push(answer.clone());
+                    }
                 }
                 continue;
             }
@@ -281,31 +299,17 @@ impl World {
                 ref_ids.len() - 1
             });
             let positive = label == "是";
+            let text = || q.comment.clone().unwrap_or_default();
             let engagement = match task {
                 Task::Uea => {
                     let emotion = EMOTION_WORDS.iter().position(|(e, _)| e == label).ok_or_else(|| invalid(q, "unknown emotion"))?;
                     Engagement::Emotion { post, emotion }
                 }
-                Task::Ucs if positive => Engagement::Comment { post, text: q.comment.clone().unwrap_or_default() },
-                Task::Ucs => {
-                    distractors.push((u, q.comment.clone().unwrap_or_default()));
-                    continue;
-                }
-                _ => Engagement::Interest { post, positive, action: q.action.clone() },
+                Task::Ucs if positive => Engagement::Comment { post, text: text() },
+                Task::Ucs => Engagement::Quote { post, text: text() },
+                _ => Engagement::Interest { post, positive },
             };
             users[u].engagements.push(engagement);
-        }
-        for (u, comment) in distractors {
-            let own: Vec<String> = users[u]
-                .engagements
-                .iter()
-                .filter_map(|e| if let Engagement::Comment { text, .. } = e { Some(text.clone()) } else { None })
-                .collect();
-            for e in emoticons_in(&comment) {
-                if !own.iter().any(|t| t.contains(&e)) {
-                    users[u].avoid_emoticons.insert(e);
-                }
-            }
         }
 
         // Authors of the referenced posts.
@@ -350,55 +354,40 @@ impl World {
         Ok(())
     }
 
-    /// Gives each referenced post a subject so that every user's positive
-    /// posts can be mentioned in their history and none of their negative
-    /// ones: posts with a positive engagement first (they set interests),
-    /// then the rest, avoiding the interests of the users who turned them down.
+    /// Gives each referenced post a subject, no two posts of one user's
+    /// queries the same subject, so each engagement's evidence speaks to
+    /// one post. A user's interests are the categories of all the posts
+    /// their queries show, engaged or turned down alike: the category says
+    /// nothing of the label (positives from weak interests, negatives from
+    /// the user's own categories).
     fn assign_subjects(&mut self, rng: &mut rand_chacha::ChaCha8Rng) {
-        let mut positive_users: Vec<Vec<usize>> = vec![Vec::new(); self.ref_posts.len()];
-        let mut negative_users: Vec<Vec<usize>> = vec![Vec::new(); self.ref_posts.len()];
+        let mut engaged: Vec<Vec<usize>> = vec![Vec::new(); self.ref_posts.len()];
         for (u, user) in self.users.iter().enumerate() {
             for e in &user.engagements {
-                match e {
-                    Engagement::Interest { post, positive: true, .. }
-                    | Engagement::Emotion { post, .. }
-                    | Engagement::Comment { post, .. } => positive_users[*post].push(u),
-                    Engagement::Interest { post, positive: false, .. } => negative_users[*post].push(u),
-                }
+                engaged[e.post()].push(u);
             }
         }
         let mut used: HashSet<(usize, usize)> = HashSet::new();
-        let mut pick_subject = |rng: &mut rand_chacha::ChaCha8Rng, category: usize| {
-            let n = CATEGORIES[category].subjects.len();
-            let start = rng.random_range(0..n);
-            // Prefer a subject no other referenced post has, so histories point at one post.
-            let subject = (0..n).map(|k| (start + k) % n).find(|s| !used.contains(&(category, *s))).unwrap_or(start);
-            used.insert((category, subject));
-            subject
-        };
-        let order: Vec<usize> = (0..self.ref_posts.len())
-            .filter(|p| !positive_users[*p].is_empty())
-            .chain((0..self.ref_posts.len()).filter(|p| positive_users[*p].is_empty()))
-            .collect();
-        for p in order {
-            let blocked: HashSet<usize> = negative_users[p].iter().flat_map(|u| self.users[*u].interests.iter().copied()).collect();
-            let mut category = rng.random_range(0..CATEGORIES.len());
-            for _ in 0..64 {
-                if !blocked.contains(&category) {
+        for (p, users) in engaged.iter().enumerate() {
+            let free = |c: usize, s: usize| users.iter().all(|u| !self.users[*u].avoid.contains(&(c, s)));
+            let mut pick = (0, 0);
+            for attempt in 0..256 {
+                let c = rng.random_range(0..CATEGORIES.len());
+                let s = rng.random_range(0..CATEGORIES[c].subjects.len());
+                // Prefer a subject no other referenced post has; settle for one the users are free of.
+                if free(c, s) && (attempt >= 128 || !used.contains(&(c, s))) {
+                    pick = (c, s);
                     break;
                 }
-                category = rng.random_range(0..CATEGORIES.len());
             }
-            let subject = pick_subject(rng, category);
-            self.ref_posts[p].category = category;
-            self.ref_posts[p].subject = subject;
-            for &u in &positive_users[p] {
-                if !self.users[u].interests.contains(&category) {
-                    self.users[u].interests.push(category);
+            used.insert(pick);
+            (self.ref_posts[p].category, self.ref_posts[p].subject) = pick;
+            for &u in users {
+                let user = &mut self.users[u];
+                user.avoid.insert(pick);
+                if !user.interests.contains(&pick.0) {
+                    user.interests.push(pick.0);
                 }
-            }
-            for &u in &negative_users[p] {
-                self.users[u].avoid.insert((category, subject));
             }
         }
         for user in &mut self.users {
@@ -412,15 +401,14 @@ impl World {
     }
 
     fn plan_claims(&mut self) {
-        let stance = per_item(self.config.scale);
         self.claims = self
             .tasks(Task::Mid)
             .filter_map(|q| {
                 Some(ClaimPlan {
-                    key: q.source_key.clone(),
                     claim: q.claim.clone()?,
                     label: q.label.clone()?,
-                    stance_reports: stance,
+                    stance_reports: STANCE_REPORTS,
+                    altered: ALTERED_NOTES,
                     distractors: 2,
                 })
             })
@@ -486,8 +474,7 @@ impl World {
             .users
             .iter()
             .map(|u| {
-                let engaged = u.engagements.iter().filter(|e| !matches!(e, Engagement::Interest { positive: false, .. })).count();
-                (engaged + u.answers.len()) as u64 * k + u.authored.len() as u64 + base
+                u.engagements.len() as u64 * MAX_MENTIONS + u.answers.len() as u64 * k + u.facts.posts() + u.authored.len() as u64 + base
             })
             .collect();
         let totals = match scale {
@@ -503,7 +490,7 @@ impl World {
 
         // Knowledge: the paper's report count, spread over the claims.
         if scale == Scale::Paper && !self.claims.is_empty() {
-            let stance: u64 = self.claims.iter().map(|c| c.stance_reports).sum();
+            let stance: u64 = self.claims.iter().map(|c| c.stance_reports + c.altered).sum();
             let weights = vec![1.0; self.claims.len()];
             let distractors = apportion(PAPER_VOLUMES.knowledge - stance, &weights, &vec![0; self.claims.len()]).map_err(Error::Invalid)?;
             for (c, d) in self.claims.iter_mut().zip(distractors) {

@@ -47,11 +47,12 @@ pub fn chatter<R: Rng>(rng: &mut R, place: Option<&str>, emoticons: &[&str]) -> 
     s
 }
 
-/// Noise of a topic collection: reactions, unrelated chatter and spam.
+/// Noise of a topic collection: mostly reactions to the topic, some
+/// unrelated remarks, chatter and spam.
 pub fn topic_noise<R: Rng>(rng: &mut R, topic: &str) -> String {
     match rng.random_range(0..10) {
-        0..=4 => fill(pick(rng, TOPIC_REACTIONS), topic),
-        5..=7 => {
+        0..=6 => fill(pick(rng, TOPIC_REACTIONS), topic),
+        7 => {
             let category = CATEGORIES.choose(rng).expect("categories");
             let subject = pick(rng, category.subjects);
             remark(rng, category, subject, EMOTICONS)
@@ -59,6 +60,53 @@ pub fn topic_noise<R: Rng>(rng: &mut R, topic: &str) -> String {
         8 => pick(rng, SPAM).to_string(),
         _ => chatter(rng, None, EMOTICONS),
     }
+}
+
+/// Common words and the words a post may say them with instead.
+const REWORDINGS: &[(&str, &str)] = &[
+    ("表示", "称"),
+    ("宣布", "公布"),
+    ("目前", "眼下"),
+    ("已经", "已"),
+    ("进行", "开展"),
+    ("因为", "由于"),
+    ("但是", "不过"),
+    ("随后", "之后"),
+    ("发布", "发出"),
+    ("要求", "要"),
+    ("引发", "引起"),
+    ("相关", "有关"),
+    ("通过", "经由"),
+    ("事件", "事"),
+];
+
+const LEADS: &[&str] = &["", "据说", "听说", "有消息称，", "最新：", "刚看到，", "据网友说，", "转：", "整理一下："];
+const TAILS: &[&str] = &["", "", "大家怎么看？", "[吃瓜]", "持续关注。", "。"];
+
+/// A fact in a post's words: common words swapped, clauses turned round,
+/// a lead-in and a tail; never the fact's sentence verbatim.
+pub fn paraphrase<R: Rng>(rng: &mut R, fact: &str) -> String {
+    let core = fact.trim().trim_end_matches(['。', '！', '？', '；']);
+    let mut text = core.to_string();
+    for (from, to) in REWORDINGS {
+        if text.contains(from) && rng.random_bool(0.7) {
+            text = text.replacen(from, to, 1);
+        }
+    }
+    let clauses: Vec<&str> = text.split('，').filter(|c| !c.is_empty()).collect();
+    if clauses.len() >= 3 && rng.random_bool(0.5) {
+        // The second clause first: "A，B，C" becomes "B，A，C".
+        let mut turned = clauses.clone();
+        turned.swap(0, 1);
+        text = turned.join("，");
+    }
+    if text.contains(core) {
+        // Nothing changed inside: cut the end off, as a post that trails away.
+        let chars: Vec<char> = text.chars().collect();
+        let keep = (chars.len() * 17 / 20).max(1).min(chars.len().saturating_sub(1)).max(1);
+        text = chars[..keep].iter().collect::<String>() + "……";
+    }
+    format!("{}{text}{}", pick(rng, LEADS), pick(rng, TAILS))
 }
 
 /// Splits a reference text (markdown) into plain fact sentences.
@@ -149,6 +197,19 @@ mod tests {
     fn facts_come_out_of_markdown_without_its_marks() {
         let facts = fact_sentences("### 背景\n1. **案件背景**：四川成都一名女子在两年内被前夫家暴多达16次。随后她报警求助。\n- 短句。");
         assert_eq!(facts, vec!["案件背景：四川成都一名女子在两年内被前夫家暴多达16次。".to_string()]);
+    }
+
+    #[test]
+    fn paraphrases_keep_the_fact_but_not_its_sentence() {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        for fact in ["警方表示，目前已经进行调查，结果将随后公布。", "四川成都一名女子在两年内被前夫家暴多达16次。"]
+        {
+            for _ in 0..50 {
+                let p = paraphrase(&mut rng, fact);
+                assert!(!p.contains(fact.trim_end_matches('。')), "{fact} kept verbatim in {p}");
+            }
+        }
     }
 
     #[test]

@@ -4,8 +4,12 @@ use rand::Rng;
 use some_schemas::{PostRow, PostSource, Timestamp};
 
 use super::World;
-use super::lexicon::{EMOTICONS, PLATFORMS};
-use super::text::{nickname, pick, topic_noise};
+use super::lexicon::PLATFORMS;
+use super::text::{nickname, paraphrase, pick, topic_noise};
+
+/// How many posts, counted from a topic's start, its facts first appear in
+/// at paper scale: fewer than the first pages an agent reads.
+const OPENING_POSTS: u64 = 50;
 use super::unit_rng;
 
 pub(super) fn generate(world: &World, index: usize) -> Vec<PostRow> {
@@ -27,15 +31,18 @@ pub(super) fn generate(world: &World, index: usize) -> Vec<PostRow> {
         });
     };
     // Facts arrive in the order the summary tells them, as a stream would.
+    // Each fact's first post breaks in the opening stretch of the stream
+    // (the pages an agent reads first), its other posts spread over the
+    // month; every post says it in its own words.
     let n = topic.facts.len().max(1) as i64;
+    let opening = topic.span_secs * OPENING_POSTS.min(topic.total) as i64 / topic.total.max(1) as i64;
     for (i, fact) in topic.facts.iter().enumerate() {
-        let slot = topic.span_secs / n;
         for variant in 0..k {
+            let slot = if variant == 0 { opening / n } else { topic.span_secs / n };
             let at = topic.start.0 + i as i64 * slot + rng.random_range(0..slot.max(1));
             let content = match variant % 3 {
-                0 => fact.clone(),
-                1 => format!("#{}# {fact}", topic.name),
-                _ => format!("{fact}{}", pick(&mut rng, EMOTICONS)),
+                1 => format!("#{}# {}", topic.name, paraphrase(&mut rng, fact)),
+                _ => paraphrase(&mut rng, fact),
             };
             let title = (variant == 0).then(|| topic.name.clone());
             push(&mut rng, at, title, content);

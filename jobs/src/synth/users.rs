@@ -7,8 +7,8 @@ use some_schemas::{PostRow, PostSource, RefPostRow, Timestamp, UserRow};
 
 use super::lexicon::{CATEGORIES, CLIENTS, EMOTICONS, EMOTION_WORDS, PROVINCES, VERIFIED};
 use super::plan::{Engagement, UserKind, UserPlan, per_item};
-use super::text::{chatter, emoticons_in, nickname, pick, remark};
-use super::{World, unit_rng};
+use super::text::{chatter, fill, nickname, pick, remark};
+use super::{World, signals, unit_rng};
 
 /// A Pareto-like count: mostly small, sometimes large.
 fn heavy_count(rng: &mut ChaCha8Rng, scale: f64) -> i64 {
@@ -20,7 +20,8 @@ fn heavy_count(rng: &mut ChaCha8Rng, scale: f64) -> i64 {
 pub(super) fn profile(world: &World, u: usize) -> UserRow {
     let user = &world.users[u];
     let mut rng = unit_rng(world.config.seed, &format!("profile/{}", user.uid));
-    let province = pick(&mut rng, PROVINCES).to_string();
+    let drawn = pick(&mut rng, PROVINCES).to_string();
+    let province = user.facts.regions.first().cloned().unwrap_or(drawn);
     let interests: Vec<&str> = user.interests.iter().map(|c| CATEGORIES[*c].name).collect();
     let (name, verified, description) = match user.kind {
         UserKind::Media => (
@@ -34,13 +35,15 @@ pub(super) fn profile(world: &World, u: usize) -> UserRow {
         }
     };
     let followers = heavy_count(&mut rng, if user.kind == UserKind::Media { 20_000.0 } else { 150.0 });
+    let friends = heavy_count(&mut rng, 80.0);
+    let facts = &user.facts;
     UserRow {
         uid: user.uid.clone(),
         name: Some(name),
-        followers_count: Some(followers),
-        friends_count: Some(heavy_count(&mut rng, 80.0)),
+        followers_count: Some(facts.followers.unwrap_or(followers)),
+        friends_count: Some(facts.friends.unwrap_or(friends)),
         total_rcl_count: Some(heavy_count(&mut rng, 300.0)),
-        verified_reason: verified,
+        verified_reason: facts.verified.clone().or(verified),
         description: Some(description),
         location: Some(province),
         extra: None,
@@ -95,6 +98,8 @@ struct Timeline<'w> {
     world: &'w World,
     user: &'w UserPlan,
     province: String,
+    /// The emotion the user's everyday posts lean to.
+    temperament: usize,
     rng: ChaCha8Rng,
     posts: Vec<PostRow>,
 }
@@ -105,6 +110,13 @@ impl Timeline<'_> {
         let id = id.unwrap_or_else(|| format!("5{:015}", rng.random_range(0..1_000_000_000_000_000u64)));
         let base = Timestamp::parse("2024-06-01 00:00:00").expect("literal");
         let at = at.unwrap_or_else(|| Timestamp(base.0 + rng.random_range(0..365 * 86_400)));
+        let facts = &self.user.facts;
+        // Device and regions an SMQ answer names show on every post.
+        let client = facts.device.clone().unwrap_or_else(|| pick(rng, CLIENTS).to_string());
+        let region = match facts.regions.len() {
+            0 => self.province.clone(),
+            n => facts.regions[self.posts.len() % n].clone(),
+        };
         self.posts.push(PostRow {
             post_id: id,
             published_at: Some(at),
@@ -117,8 +129,8 @@ impl Timeline<'_> {
             content,
             description: None,
             ocr: None,
-            location: Some(format!("发布于 {}", self.province)),
-            client: Some(pick(rng, CLIENTS).to_string()),
+            location: Some(format!("发布于 {region}")),
+            client: Some(client),
             reposts: Some(heavy_count(rng, 3.0)),
             comments: Some(heavy_count(rng, 3.0)),
             likes: Some(heavy_count(rng, 10.0)),
@@ -133,30 +145,60 @@ impl Timeline<'_> {
         });
     }
 
-    /// Emoticons this user may use: not those of comments they did not write.
-    fn emoticons(&self) -> Vec<&'static str> {
-        EMOTICONS.iter().copied().filter(|e| !self.user.avoid_emoticons.contains(*e)).collect()
+    /// An everyday post: a remark about one of the user's interests (never
+    /// a subject their queries show), or chatter; some carry the words of
+    /// the user's temperament.
+    fn filler(&mut self) -> String {
+        let mut line = self.everyday();
+        if self.rng.random_bool(signals::TEMPERED_SHARE) {
+            line.push('，');
+            line.push_str(pick(&mut self.rng, EMOTION_WORDS[self.temperament].1));
+        }
+        line
     }
 
-    /// A remark about one of the user's interests, never about a subject
-    /// the user turned down.
-    fn filler(&mut self) -> String {
+    fn everyday(&mut self) -> String {
         if self.rng.random_bool(0.3) {
-            let emoticons = self.emoticons();
-            return chatter(&mut self.rng, None, &emoticons);
+            return chatter(&mut self.rng, None, EMOTICONS);
         }
         let c = self.user.interests[self.rng.random_range(0..self.user.interests.len())];
         let category = &CATEGORIES[c];
-        let mut s = self.rng.random_range(0..category.subjects.len());
-        if self.user.avoid.contains(&(c, s)) {
-            s = (0..category.subjects.len()).find(|s| !self.user.avoid.contains(&(c, *s))).unwrap_or(s);
-            if self.user.avoid.contains(&(c, s)) {
-                let emoticons = self.emoticons();
-                return chatter(&mut self.rng, None, &emoticons);
-            }
+        let start = self.rng.random_range(0..category.subjects.len());
+        let free =
+            (0..category.subjects.len()).map(|k| (start + k) % category.subjects.len()).find(|s| !self.user.avoid.contains(&(c, *s)));
+        match free {
+            Some(s) => remark(&mut self.rng, category, category.subjects[s], EMOTICONS),
+            None => chatter(&mut self.rng, None, EMOTICONS),
         }
-        let emoticons = self.emoticons();
-        remark(&mut self.rng, category, category.subjects[s], &emoticons)
+    }
+
+    fn subject(&self, post: usize) -> &'static str {
+        let p = &self.world.ref_posts[post];
+        CATEGORIES[p.category].subjects[p.subject]
+    }
+
+    /// The evidence of one engagement (see [`signals`]).
+    fn evidence(&mut self, e: &Engagement) -> Vec<String> {
+        let n = signals::mentions(&mut self.rng);
+        let subject = self.subject(e.post());
+        let rng = &mut self.rng;
+        (0..n)
+            .map(|_| match e {
+                Engagement::Interest { positive, .. } => {
+                    let templates = if *positive { signals::ENGAGED } else { signals::DISENGAGED };
+                    fill(pick(rng, templates), &signals::subject_form(rng, subject))
+                }
+                Engagement::Emotion { emotion, .. } => fill(pick(rng, signals::REACTIONS[*emotion]), &signals::subject_form(rng, subject)),
+                Engagement::Comment { text, .. } => {
+                    let fragment = signals::fragment(rng, text);
+                    signals::own_comment(rng, &fragment)
+                }
+                Engagement::Quote { text, .. } => {
+                    let (who, fragment) = (nickname(rng), signals::fragment(rng, text));
+                    signals::quoted_repost(rng, &who, &fragment)
+                }
+            })
+            .collect()
     }
 }
 
@@ -167,13 +209,9 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
     for &u in users {
         let user = &world.users[u];
         let province = profile(world, u).location.unwrap_or_default();
-        let mut t = Timeline {
-            world,
-            user,
-            province,
-            rng: unit_rng(world.config.seed, &format!("timeline/{}", user.uid)),
-            posts: Vec::with_capacity(user.total as usize),
-        };
+        let mut rng = unit_rng(world.config.seed, &format!("timeline/{}", user.uid));
+        let temperament = signals::temperament(&mut rng);
+        let mut t = Timeline { world, user, province, temperament, rng, posts: Vec::with_capacity(user.total as usize) };
         for &p in &user.authored {
             let c = ref_content(world, p);
             let post = &world.ref_posts[p];
@@ -182,49 +220,7 @@ pub(super) fn generate_timelines(world: &World, users: &[usize]) -> Vec<PostRow>
             (last.reposts, last.comments, last.likes) = (Some(c.reposts), Some(c.comments), Some(c.likes));
         }
         for e in &user.engagements {
-            let lines: Vec<String> = match e {
-                Engagement::Interest { positive: false, .. } => continue,
-                Engagement::Interest { post, action, .. } => {
-                    let p = &t.world.ref_posts[*post];
-                    let category = &CATEGORIES[p.category];
-                    let subject = category.subjects[p.subject];
-                    let emoticons = t.emoticons();
-                    (0..k)
-                        .map(|i| {
-                            let r = remark(&mut t.rng, category, subject, &emoticons);
-                            match (action.as_deref(), i) {
-                                (Some("repost"), 0) => format!("转发微博 //{r}"),
-                                (Some("comment"), 0) => format!("评论了一条关于{subject}的微博：{r}"),
-                                _ => r,
-                            }
-                        })
-                        .collect()
-                }
-                Engagement::Emotion { post, emotion } => {
-                    let p = &t.world.ref_posts[*post];
-                    let subject = CATEGORIES[p.category].subjects[p.subject];
-                    let words = EMOTION_WORDS[*emotion].1;
-                    (0..k).map(|_| format!("看到{subject}的消息，{}，{}", pick(&mut t.rng, words), pick(&mut t.rng, words))).collect()
-                }
-                Engagement::Comment { post, text } => {
-                    let own = emoticons_in(text);
-                    let p = &t.world.ref_posts[*post];
-                    let category = &CATEGORIES[p.category];
-                    let subject = category.subjects[p.subject];
-                    let head: String = text.chars().take(6).collect();
-                    let tail: String = text.chars().rev().take_while(|c| "！!。~？?…".contains(*c)).collect();
-                    (0..k)
-                        .map(|i| {
-                            let style = if own.is_empty() { tail.clone() } else { own.concat() };
-                            match i % 2 {
-                                0 => format!("{head}{}{style}", remark(&mut t.rng, category, subject, &[])),
-                                _ => format!("{}{style}", remark(&mut t.rng, category, subject, &[])),
-                            }
-                        })
-                        .collect()
-                }
-            };
-            for line in lines {
+            for line in t.evidence(e) {
                 t.push(None, None, line);
             }
         }
