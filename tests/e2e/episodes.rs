@@ -128,6 +128,11 @@ fn scripted_replies_drive_the_loop_the_client_and_the_scores() {
     assert!(report.contains("paper: Qwen3-8B"), "{report}");
     assert!(report.contains("random baseline") && report.contains("16.67"), "{report}");
     assert!(report.contains("first failure: format"), "{report}");
+    // The no-LLM solvers over the world: the cheat near the baselines, the oracle far above.
+    let row = |name: &str| report.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row in {report}")).to_string();
+    assert!(row("cheat: emotion-lexicon vote").contains('.'), "{report}");
+    assert!(row("oracle reader").contains('.'), "{report}");
+    assert!(report.contains("over every labelled query of the lake") && report.contains("UEA 2696"), "{report}");
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //! tools: posts in a RED query's stream and window, the topic of an SES or
 //! SMQ question, the users and posts a user-task query names, a knowledge
 //! base for MID. `--answers` also checks that each SMQ reference answer is
-//! stated in the user's or topic's posts (true of synthetic worlds; not a
-//! property the real release promises).
+//! stated in the user's or topic's posts, or, for an answer about a profile
+//! field, is the value the profile and the posts show (true of synthetic
+//! worlds; not a property the real release promises).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -14,6 +15,8 @@ use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use datafusion::prelude::{Expr, cast, col, lit};
 use some_schemas::{PostSource, QueryId, QueryRow, Task, Timestamp, buckets, knowledge, posts, ref_posts, users};
+
+use some_jobs::synth::profile_facts::{self, ProfileFacts};
 
 use crate::error::Result;
 use crate::lake::Lake;
@@ -151,6 +154,12 @@ fn user_missing(uid: &str, users: &HashSet<String>, timelines: &HashSet<String>)
 
 async fn answer_missing(ctx: &datafusion::prelude::SessionContext, q: &QueryRow) -> Result<Option<String>> {
     let answer = q.reference.clone().unwrap_or_default();
+    if let Some(uid) = &q.uid {
+        let facts = profile_facts::read(q.question.as_deref().unwrap_or_default(), &answer);
+        if facts != ProfileFacts::default() {
+            return profile_missing(ctx, uid, &facts).await;
+        }
+    }
     let filter = match (&q.uid, &q.topic) {
         (Some(uid), _) => col(posts::source)
             .eq(lit(PostSource::Weibo.as_str()))
@@ -167,4 +176,46 @@ async fn answer_missing(ctx: &datafusion::prelude::SessionContext, q: &QueryRow)
         .filter(filter.and(datafusion::functions::expr_fn::strpos(col(posts::content), lit(answer)).gt(lit(0))))?;
     let found = df.count().await?;
     Ok((found == 0).then(|| "the reference answer is not stated in any of its posts".to_string()))
+}
+
+/// A profile-field answer is what the profile and the posts show, not a
+/// sentence in a post.
+async fn profile_missing(ctx: &datafusion::prelude::SessionContext, uid: &str, facts: &ProfileFacts) -> Result<Option<String>> {
+    let text =
+        |batches: &[RecordBatch], i: usize| -> Vec<String> { strings(batches, i).into_iter().map(Option::unwrap_or_default).collect() };
+    let profile = ctx
+        .table(users::TABLE)
+        .await?
+        .filter(col(users::uid).eq(lit(uid)))?
+        .select_columns(&[users::followers_count, users::friends_count, users::verified_reason])?
+        .collect()
+        .await?;
+    let timeline = ctx
+        .table(posts::TABLE)
+        .await?
+        .filter(
+            col(posts::source)
+                .eq(lit(PostSource::Weibo.as_str()))
+                .and(col(posts::bucket).eq(lit(buckets::weibo(uid))))
+                .and(col(posts::uid).eq(lit(uid))),
+        )?
+        .select_columns(&[posts::client, posts::location])?
+        .collect()
+        .await?;
+    let (followers, friends, verified) = (text(&profile, 0), text(&profile, 1), text(&profile, 2));
+    let (clients, locations) = (text(&timeline, 0), text(&timeline, 1));
+    let wrong = |what: &str, want: &str| Some(format!("the answer's {what} {want:?} is not what the tools show"));
+    Ok(if facts.followers.is_some_and(|n| followers.first() != Some(&n.to_string())) {
+        wrong("follower count", &facts.followers.unwrap_or_default().to_string())
+    } else if facts.friends.is_some_and(|n| friends.first() != Some(&n.to_string())) {
+        wrong("following count", &facts.friends.unwrap_or_default().to_string())
+    } else if let Some(v) = facts.verified.as_ref().filter(|v| verified.first() != Some(*v)) {
+        wrong("verification", v)
+    } else if let Some(d) = facts.device.as_ref().filter(|d| !clients.contains(*d)) {
+        wrong("device", d)
+    } else if let Some(r) = facts.regions.iter().find(|r| !locations.iter().any(|l| l.ends_with(r.as_str()))) {
+        wrong("region", r)
+    } else {
+        None
+    })
 }

@@ -21,6 +21,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use some_jobs::progress::Progress;
 use some_jobs::release::ReleaseWriter;
+use some_jobs::solvers::Sources;
 use some_jobs::synth::World;
 use some_schemas::row::ColumnValue;
 use some_schemas::{
@@ -87,6 +88,33 @@ pub async fn query_map(lake: &Lake) -> Result<HashMap<QueryId, QueryRow>> {
         return Err(Error::Invalid("the lake has no queries: run `some ingest queries` first".into()));
     }
     Ok(queries.into_iter().map(|q| (q.query_id.clone(), q)).collect())
+}
+
+/// What the tools show, for the solvers that use no LLM: the posts the
+/// user-task queries embed, every timeline, the knowledge base.
+pub async fn solver_sources(lake: &Lake) -> Result<Sources> {
+    let ctx = lake.session().await?;
+    let posts = lake.read::<RefPostRow>(&ctx, None).await?.into_iter().map(|r| (r.post_id, Sources::post_text(&r.json))).collect();
+    let mut histories: HashMap<String, Vec<String>> = HashMap::new();
+    let timeline = format!(
+        "SELECT {}, {} FROM {} WHERE {} = '{}'",
+        posts::uid,
+        posts::content,
+        posts::TABLE,
+        posts::source,
+        PostSource::Weibo.as_str()
+    );
+    for batch in ctx.sql(&timeline).await?.collect().await? {
+        let column = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(Error::Invalid);
+        for (uid, content) in column(0)?.into_iter().zip(column(1)?) {
+            if let (Some(uid), Some(content)) = (uid, content) {
+                histories.entry(uid).or_default().push(content);
+            }
+        }
+    }
+    let mut knowledge = lake.read::<KnowledgeRow>(&ctx, None).await?;
+    knowledge.sort_by_key(|k| k.doc_index);
+    Ok(Sources::new(posts, histories, knowledge.into_iter().map(|k| k.content).collect()))
 }
 
 /// Whether the lake holds any world data, and if so how many posts.

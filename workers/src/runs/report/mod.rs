@@ -1,5 +1,6 @@
 //! `some report`: a run's results in the layout of the paper's Tables 3 and
-//! 4, with the random and majority-class baselines, the published rows for
+//! 4, with the random and majority-class baselines, the no-LLM solvers
+//! (cheats and the synthetic world's oracle reader), the published rows for
 //! reference, and the paper's tool-use analyses (one-attempt success and
 //! hallucination rates).
 
@@ -11,7 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 use some_jobs::agent::Transcript;
 use some_jobs::agent::analysis::{ChainFailure, first_chain_failure, tool_calling_hallucination};
 use some_jobs::scorers::baselines::{Baseline, baselines};
-use some_schemas::{QueryId, RunId, Task};
+use some_jobs::solvers::oracle::Oracle;
+use some_jobs::solvers::{Solver, SolverScore, cheats, evaluate};
+use some_schemas::{QueryId, QueryRow, RunId, Task};
 
 pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
 pub use render::{html, text};
@@ -66,6 +69,8 @@ pub struct Report {
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub judge_calls: i64,
+    /// No-LLM solvers over all of the lake's labelled queries.
+    pub solvers: Vec<SolverScore>,
 }
 
 impl Report {
@@ -81,8 +86,20 @@ pub async fn build(lake: &Lake, run_id: &RunId, judging: &str) -> Result<Report>
     let record = load_run(lake, run_id).await?;
     let judging = record.judging(judging)?.clone();
     let rows = read_run(lake, run_id).await?;
-    let labels: HashMap<QueryId, Option<String>> = read_queries(lake).await?.into_iter().map(|q| (q.query_id, q.label)).collect();
-    Ok(summarize(record.spec, judging, record.cancelled, &rows, &labels))
+    let queries = read_queries(lake).await?;
+    let labels: HashMap<QueryId, Option<String>> = queries.iter().map(|q| (q.query_id.clone(), q.label.clone())).collect();
+    let mut report = summarize(record.spec, judging, record.cancelled, &rows, &labels);
+    report.solvers = solver_scores(lake, &queries).await?;
+    Ok(report)
+}
+
+/// The no-LLM solvers over every labelled query of the lake (not only the
+/// run's): the cheats, and the oracle reader of the synthetic world.
+pub async fn solver_scores(lake: &Lake, queries: &[QueryRow]) -> Result<Vec<SolverScore>> {
+    let sources = crate::world::solver_sources(lake).await?;
+    let mut solvers: Vec<&dyn Solver> = cheats::all().to_vec();
+    solvers.push(&Oracle);
+    Ok(evaluate(&solvers, queries, &sources))
 }
 
 /// The report of a run from its rows and the queries' labels.
@@ -143,5 +160,6 @@ pub fn summarize(
         prompt_tokens,
         completion_tokens,
         judge_calls,
+        solvers: Vec::new(),
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use some_jobs::agent::analysis::ChainFailure;
+use some_jobs::solvers::by_solver;
 use some_schemas::Task;
 
 use super::{PAPER_SCORES, PAPER_TCR, PaperRow, Report, TaskLine};
@@ -41,6 +42,9 @@ fn table_rows(
             "".into(),
             with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.majority))),
         ));
+        for (solver, scores) in by_solver(&report.solvers) {
+            rows.push((solver.to_string(), "".into(), with_avg(per_task(&|t| scores.get(&t).copied()))));
+        }
     }
     for p in paper {
         rows.push((format!("paper: {}", p.model), p.size.into(), p.values.iter().map(|v| format!("{v:.2}")).collect()));
@@ -68,6 +72,19 @@ fn text_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String
         out.push('\n');
     }
     out.push('\n');
+}
+
+/// What the solver rows are computed over, when there are any.
+fn solvers_note(report: &Report) -> Option<String> {
+    report.solvers.first()?;
+    let counts: Vec<String> = Task::ALL
+        .iter()
+        .filter_map(|t| report.solvers.iter().find(|s| s.task == *t).map(|s| format!("{} {}", t.code(), s.queries)))
+        .collect();
+    Some(format!(
+        "cheat and oracle rows use no LLM and read what the tools show, over every labelled query of the lake ({}); a yes/no cheat is scored at its best threshold",
+        counts.join(", ")
+    ))
 }
 
 /// The report for a terminal.
@@ -107,6 +124,9 @@ pub fn text(report: &Report) -> String {
         );
     }
     text_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    if let Some(note) = solvers_note(report) {
+        let _ = writeln!(out, "{note}\n");
+    }
     text_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
     let u = &report.tool_use;
     let _ = writeln!(out, "Tool use (the paper's Figures 3 and 4), over {} episodes:", u.episodes);
@@ -197,6 +217,9 @@ tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.l
     let _ = write!(out, "<h1>Run {}</h1>", esc(report.spec.run_id.as_str()));
     out.push_str(&chart(report));
     html_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    if let Some(note) = solvers_note(report) {
+        let _ = write!(out, "<p class=\"legend\">{}</p>", esc(&note));
+    }
     html_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
     let _ = write!(out, "<h2>Summary</h2><pre>{}</pre></body></html>", esc(&text(report)));
     out
