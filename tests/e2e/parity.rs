@@ -46,7 +46,7 @@ fn replay(settings: &ToolSettings) -> Vec<Call> {
             for (c, call) in calls.iter().enumerate() {
                 let tool = call["tool"].as_str().unwrap();
                 let args: Map<String, Value> = call["arguments"].as_object().unwrap().clone();
-                let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, tool, &args).await;
+                let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, tool, &args).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
                 out.push(Call {
                     at: format!("session {s} call {c} {tool} {}", Value::Object(args)),
                     reference: call["reference"].as_str().unwrap().to_string(),

@@ -228,7 +228,7 @@ async fn transcript(settings: &ToolSettings) -> String {
     let mut out = String::new();
     for (i, (tool, args)) in script().into_iter().enumerate() {
         let args: Map<String, Value> = args.as_object().unwrap().clone();
-        let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, tool, &args).await;
+        let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, tool, &args).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
         out.push_str(&format!(
             "=== {i} {tool} {} (error: {}, model calls: {})\n{}\n",
             Value::Object(args),

@@ -39,6 +39,10 @@ pub enum Error {
     Model(#[from] ModelError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// A tool's read of the world failed (the store is down, a file is
+    /// corrupt): the episode is tried again, never recorded with it.
+    #[error(transparent)]
+    World(#[from] some_jobs::tools::BackendError),
     /// A file or socket of this machine.
     #[error("{what}: {source}")]
     Io {
@@ -94,9 +98,13 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         use datafusion::error::DataFusionError as D;
         match self {
-            Error::Store { .. } | Error::Parquet { .. } | Error::Queue(_) | Error::Download { .. } | Error::Embed(_) | Error::Task(_) => {
-                true
-            }
+            Error::Store { .. }
+            | Error::Parquet { .. }
+            | Error::Queue(_)
+            | Error::Download { .. }
+            | Error::Embed(_)
+            | Error::World(_)
+            | Error::Task(_) => true,
             Error::Io { source, .. } => !matches!(
                 source.kind(),
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::InvalidData

@@ -120,7 +120,10 @@ impl ServerHandler for SomeMcp {
             settings: &world.settings,
         };
         let mut folders = self.folders.lock().await;
-        let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, &request.name, &args).await;
+        // A world that cannot be read is the server's failure, not a tool result.
+        let outcome = call_tool(&ctx, &mut folders, &ALL_TOOLS, &request.name, &args)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let content = vec![ContentBlock::text(outcome.text)];
         Ok(if outcome.error { CallToolResult::error(content) } else { CallToolResult::success(content) }.into())
     }

@@ -33,7 +33,7 @@ use crate::prompts::{Prompts, system_file};
 use crate::protocol::{Malformed, ParsedReply, ToolCall, from_native, parse_reply, strip_think};
 use crate::tasks::system_prompt_for;
 use crate::tasks::task_def;
-use crate::tools::{Folders, ToolContext, ToolError, ToolOutcome, ToolSpec, call_tool, error_text, text_protocol_block};
+use crate::tools::{BackendError, Folders, ToolContext, ToolError, ToolOutcome, ToolSpec, call_tool, error_text, text_protocol_block};
 
 /// How tool calls travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,9 +179,15 @@ fn malformed_text(m: &Malformed) -> String {
     format!("The tool call could not be read ({} format): {}", m.format, m.error)
 }
 
-/// Runs one episode. Never panics on model output; every failure ends as a
-/// status with its reason.
-pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: Option<&str>, folders: &mut Folders) -> Episode {
+/// Runs one episode. Never panics on model output; every failure of the
+/// model or the query ends as a status with its reason. A world that cannot
+/// be read fails the episode instead: its caller tries it again later.
+pub async fn run_episode(
+    ctx: &EpisodeContext<'_>,
+    query: &QueryRow,
+    post_json: Option<&str>,
+    folders: &mut Folders,
+) -> Result<Episode, BackendError> {
     let started = Instant::now();
     let settings = ctx.settings;
     let quirks = ctx.tools.settings.reference_quirks;
@@ -200,7 +206,7 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
     let tools: Vec<&ToolSpec> = def.tools.to_vec();
     let user = match def.user_message(query, post_json) {
         Ok(u) => u,
-        Err(e) => return finish(episode, EpisodeStatus::QueryError, Some(e), started),
+        Err(e) => return Ok(finish(episode, EpisodeStatus::QueryError, Some(e), started)),
     };
     let template = settings.prompts.get(&system_file(query.task), def.system_prompt_template());
     let mut system = system_prompt_for(template, query);
@@ -231,7 +237,7 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
             Err(e) => {
                 episode.transcript.calls.push(CallRecord::failed(episode.llm_calls, &request, call_started, e.to_string()));
                 episode.transcript.messages = messages;
-                return finish(episode, EpisodeStatus::ModelError, Some(e.to_string()), started);
+                return Ok(finish(episode, EpisodeStatus::ModelError, Some(e.to_string()), started));
             }
         };
         episode.usage.prompt_tokens += response.usage.prompt_tokens;
@@ -265,7 +271,7 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
             Protocol::Text => {
                 let mut responses = Vec::new();
                 for call in &parsed.calls {
-                    let text = run_call(ctx, folders, &tools, call, &mut episode).await;
+                    let text = run_call(ctx, folders, &tools, call, &mut episode).await?;
                     responses.push(tool_response(&text));
                     last_result = Some(text);
                 }
@@ -282,7 +288,7 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
                 for native in &response.tool_calls {
                     let one = from_native("", std::slice::from_ref(native));
                     let text = match (one.calls.first(), one.malformed.first()) {
-                        (Some(call), _) => run_call(ctx, folders, &tools, call, &mut episode).await,
+                        (Some(call), _) => run_call(ctx, folders, &tools, call, &mut episode).await?,
                         (None, Some(m)) => {
                             episode.tool_errors += 1;
                             malformed_text(m)
@@ -304,15 +310,21 @@ pub async fn run_episode(ctx: &EpisodeContext<'_>, query: &QueryRow, post_json: 
     }
     episode.transcript.messages = messages;
     let status = episode.status;
-    finish(episode, status, None, started)
+    Ok(finish(episode, status, None, started))
 }
 
-async fn run_call(ctx: &EpisodeContext<'_>, folders: &mut Folders, tools: &[&ToolSpec], call: &ToolCall, episode: &mut Episode) -> String {
+async fn run_call(
+    ctx: &EpisodeContext<'_>,
+    folders: &mut Folders,
+    tools: &[&ToolSpec],
+    call: &ToolCall,
+    episode: &mut Episode,
+) -> Result<String, BackendError> {
     let outcome = if ctx.settings.failing_tools {
         let e = ToolError::new("ConnectionError", "the data service did not respond");
         ToolOutcome { text: error_text(&call.name, &e), error: true, ..Default::default() }
     } else {
-        call_tool(&ctx.tools, folders, tools, &call.name, &call.arguments).await
+        call_tool(&ctx.tools, folders, tools, &call.name, &call.arguments).await?
     };
     episode.tool_calls += 1;
     episode.tool_errors += u32::from(outcome.error);
@@ -327,7 +339,7 @@ async fn run_call(ctx: &EpisodeContext<'_>, folders: &mut Folders, tools: &[&Too
         model_calls: outcome.model_calls,
         chars: outcome.text.chars().count(),
     });
-    outcome.text
+    Ok(outcome.text)
 }
 
 fn finish(mut episode: Episode, status: EpisodeStatus, error: Option<String>, started: Instant) -> Episode {

@@ -55,7 +55,7 @@ async fn run(model: &ScriptedModel, settings: AgentSettings, tool_settings: Tool
     let kernels = CpuKernels::new(1);
     let tools = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: Some(model), settings: &tool_settings };
     let ctx = EpisodeContext { model, tools, settings: &settings };
-    run_episode(&ctx, &mcr_query(), post, &mut Folders::default()).await
+    run_episode(&ctx, &mcr_query(), post, &mut Folders::default()).await.expect("the in-memory world always reads")
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -153,4 +153,54 @@ fn old_turns_are_dropped_at_the_input_budget() {
     assert_eq!(fitted[2].content.chars().count(), 5);
     assert_eq!(fit_budget(&messages, 10_000).len(), 6);
     assert_eq!(estimate_tokens("abcdefgh中文"), 4);
+}
+
+/// A world whose every read fails, as when the store is down.
+struct Unreadable;
+
+fn down() -> BackendError {
+    BackendError("the store did not answer".into())
+}
+
+#[async_trait::async_trait]
+impl crate::tools::WorldBackend for Unreadable {
+    async fn stream_posts(&self, _: &str, _: chrono::NaiveDate, _: Timestamp, _: Timestamp) -> Result<Option<Vec<PostRow>>, BackendError> {
+        Err(down())
+    }
+    async fn topic_posts(&self, _: &str) -> Result<Vec<PostRow>, BackendError> {
+        Err(down())
+    }
+    async fn user(&self, _: &str) -> Result<Option<UserRow>, BackendError> {
+        Err(down())
+    }
+    async fn user_posts(&self, _: &str) -> Result<Vec<PostRow>, BackendError> {
+        Err(down())
+    }
+    async fn post_vectors(&self, _: &str, _: &[crate::tools::PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError> {
+        Err(down())
+    }
+    async fn knowledge(&self, _: &str) -> Result<std::sync::Arc<crate::tools::KnowledgeIndex>, BackendError> {
+        Err(down())
+    }
+    async fn ref_post(&self, _: &str) -> Result<Option<String>, BackendError> {
+        Err(down())
+    }
+}
+
+#[test]
+fn a_world_that_cannot_be_read_fails_the_episode_and_the_model_never_reads_the_outage() {
+    let model = scripted(vec![say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#), say("是")]);
+    let (settings, tool_settings) = (AgentSettings::default(), ToolSettings::default());
+    let kernels = CpuKernels::new(1);
+    let tools = ToolContext { backend: &Unreadable, kernels: &kernels, embedder: None, chat: Some(&model), settings: &tool_settings };
+    let ctx = EpisodeContext { model: &model, tools, settings: &settings };
+    let failed = block_on(run_episode(&ctx, &mcr_query(), Some(POST), &mut Folders::default()));
+    assert_eq!(failed, Err(down()));
+    assert_eq!(model.requests().len(), 1, "the outage was shown to the model");
+    // A mistake of the call itself is still the model's to read.
+    let model = scripted(vec![say(r#"<tool_call>{"name": "user_search", "arguments": {}}</tool_call>"#), say("是")]);
+    let tools = ToolContext { backend: &Unreadable, kernels: &kernels, embedder: None, chat: Some(&model), settings: &tool_settings };
+    let ctx = EpisodeContext { model: &model, tools, settings: &settings };
+    let episode = block_on(run_episode(&ctx, &mcr_query(), Some(POST), &mut Folders::default())).unwrap();
+    assert_eq!((episode.status, episode.tool_errors, episode.answer.as_deref()), (EpisodeStatus::Answered, 1, Some("是")));
 }

@@ -97,7 +97,8 @@ fn profile_answers_read_back_through_user_search() {
         let mut folders = Folders::default();
         let call = |_: &str, args: serde_json::Value| args.as_object().cloned().unwrap_or_default();
         let (profile, page) = futures::executor::block_on(async {
-            let profile = call_tool(&ctx, &mut folders, &ALL_TOOLS, "user_search", &call("", serde_json::json!({ "uid": uid }))).await;
+            let profile =
+                call_tool(&ctx, &mut folders, &ALL_TOOLS, "user_search", &call("", serde_json::json!({ "uid": uid }))).await.unwrap();
             let folder = format!("{uid}_weibo");
             let n: usize = profile.text.split("用户发表的 ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
             let page = call_tool(
@@ -107,7 +108,8 @@ fn profile_answers_read_back_through_user_search() {
                 "data_folder",
                 &call("", serde_json::json!({ "folder_name": folder, "start_idx": 0, "end_idx": n })),
             )
-            .await;
+            .await
+            .unwrap();
             (profile.text, page.text)
         });
         let line = |label: &str| profile.lines().find_map(|l| l.strip_prefix(label)).unwrap_or_default().to_string();

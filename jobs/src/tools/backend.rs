@@ -13,7 +13,7 @@ use chrono::NaiveDate;
 use some_schemas::{KnowledgeRow, PostRow, PostSource, Timestamp, UserRow, buckets};
 
 /// A backend read failed (I/O, a corrupt file): not the model's fault.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the world could not be read: {0}")]
 pub struct BackendError(pub String);
 

@@ -70,11 +70,14 @@ pub fn tool(name: &str) -> Option<&'static ToolSpec> {
 pub struct ToolError {
     pub kind: &'static str,
     pub message: String,
+    /// Set when the world could not be read: [`call_tool`] fails the call
+    /// instead of showing the model an outage as if it were an answer.
+    world: Option<BackendError>,
 }
 
 impl ToolError {
     pub fn new(kind: &'static str, message: impl Into<String>) -> ToolError {
-        ToolError { kind, message: message.into() }
+        ToolError { kind, message: message.into(), world: None }
     }
     pub fn value(message: impl Into<String>) -> ToolError {
         ToolError::new("ValueError", message)
@@ -89,7 +92,7 @@ impl fmt::Display for ToolError {
 
 impl From<BackendError> for ToolError {
     fn from(e: BackendError) -> ToolError {
-        ToolError::new("RuntimeError", e.to_string())
+        ToolError { kind: "RuntimeError", message: e.to_string(), world: Some(e) }
     }
 }
 
@@ -148,16 +151,19 @@ pub fn error_text(tool: &str, e: &ToolError) -> String {
 }
 
 /// Runs one tool call. `allowed` is the task's tool set: any other name is
-/// answered as the reference answers an unknown tool.
+/// answered as the reference answers an unknown tool. A mistake of the
+/// call is the model's to read; a world that cannot be read (the store is
+/// down, a file is corrupt) is the caller's error, so that an outage never
+/// shapes an answer.
 pub async fn call_tool(
     ctx: &ToolContext<'_>,
     folders: &mut Folders,
     allowed: &[&ToolSpec],
     name: &str,
     args: &Map<String, Value>,
-) -> ToolOutcome {
+) -> Result<ToolOutcome, BackendError> {
     let Some(spec) = allowed.iter().find(|t| t.name == name) else {
-        return ToolOutcome { text: format!("Tool {name} does not exists."), error: true, ..Default::default() };
+        return Ok(ToolOutcome { text: format!("Tool {name} does not exists."), error: true, ..Default::default() });
     };
     let args = Args { map: args, lenient: !ctx.settings.reference_quirks };
     let result = match spec.name {
@@ -171,7 +177,11 @@ pub async fn call_tool(
         "topic_summarization" => topic_summarization::run(ctx, folders, &args).await,
         other => Err(ToolError::new("NotImplementedError", other.to_string())),
     };
-    result.unwrap_or_else(|e| ToolOutcome { text: error_text(name, &e), error: true, ..Default::default() })
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(ToolError { world: Some(e), .. }) => Err(e),
+        Err(e) => Ok(ToolOutcome { text: error_text(name, &e), error: true, ..Default::default() }),
+    }
 }
 
 /// A call's arguments, read with the reference's errors.

@@ -14,7 +14,7 @@ async fn call(settings: &ToolSettings, allowed: &[&ToolSpec], name: &str, a: Val
     let backend = MemoryBackend::default();
     let kernels = CpuKernels::new(1);
     let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: None, settings };
-    call_tool(&ctx, &mut Folders::default(), allowed, name, &args(a)).await
+    call_tool(&ctx, &mut Folders::default(), allowed, name, &args(a)).await.expect("the in-memory world always reads")
 }
 
 #[test]

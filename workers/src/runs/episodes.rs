@@ -93,7 +93,7 @@ impl Runner {
             let placeholder = QueryRow::blank(query_id.clone(), task);
             return Ok(self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default()));
         };
-        let post_json = ref_post(&self.backend, query).await;
+        let post_json = ref_post(&self.backend, query).await?;
         let tools = ToolContext {
             backend: self.backend.as_ref(),
             kernels: &self.kernels,
@@ -103,7 +103,7 @@ impl Runner {
         };
         let ctx = EpisodeContext { model: self.model.as_ref(), tools, settings: &spec.agent };
         let mut folders = Folders::default();
-        let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await;
+        let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await?;
         let judge = Judge { model: self.judge.as_ref(), settings: &spec.judge };
         let question = question(query, post_json.as_deref());
         let scored = score_answer(&judge, query, &question, episode.status, episode.answer.as_deref()).await;

@@ -93,21 +93,24 @@ impl JudgeRunner {
         progress.advance(out.already as u64);
 
         let judge = &Judge { model: self.judge.as_ref(), settings: &spec.settings };
-        let results: Vec<(EpisodeRow, Scored)> = futures::stream::iter(todo.into_iter().map(|episode| async move {
+        let results: Vec<Result<(EpisodeRow, Scored)>> = futures::stream::iter(todo.into_iter().map(|episode| async move {
             let scored = match self.queries.get(&episode.query_id) {
                 None => Scored { error: Some(format!("query {} is not in the lake", episode.query_id)), ..Default::default() },
                 Some(query) => {
-                    let post_json = ref_post(&self.backend, query).await;
+                    let post_json = ref_post(&self.backend, query).await?;
                     let status = EpisodeStatus::parse(&episode.status).unwrap_or(EpisodeStatus::QueryError);
                     score_answer(judge, query, &question(query, post_json.as_deref()), status, episode.answer.as_deref()).await
                 }
             };
             progress.advance(1);
-            (episode, scored)
+            Ok((episode, scored))
         }))
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
+        // A post that could not be read fails the shard before anything is
+        // committed: the judge would have scored a question without it.
+        let results = results.into_iter().collect::<Result<Vec<_>>>()?;
 
         let mut score_rows = Vec::with_capacity(results.len());
         for (episode, scored) in results {
