@@ -43,13 +43,6 @@ ensure_build_tools() {
   ensure_apt cmake libclang-dev
 }
 
-# s3s-fs: a real S3 protocol server over a folder, for the S3 tests.
-ensure_s3s_fs() {
-  command -v s3s-fs >/dev/null 2>&1 && return 0
-  say "building s3s-fs 0.14.1 (once per machine, about 6 minutes)"
-  cargo install s3s-fs --version 0.14.1 --features binary --locked --root "$SOME_CACHE" --quiet
-}
-
 # The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
 # for the test that `some llm serve` streams to it. Exports SOME_OPENAI_PYTHON.
 ensure_openai_client() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One machine, the distributed shape: RabbitMQ, an S3 server (s3s-fs), N
+# One machine, the distributed shape: RabbitMQ, an S3 server (some-s3), N
 # LLM workers and a compute worker, all on 127.0.0.1. Submit runs with
 # `some run --queue "$SOME_QUEUE"`, releases with `some ingest release DIR
 # --queue "$SOME_QUEUE"`.
@@ -18,10 +18,9 @@ case "${1:-up}" in
   up)
     ensure_build_tools
     ensure_rabbitmq
-    ensure_s3s_fs
-    cargo build --release --locked -p some
+    cargo build --release --locked -p some -p some-s3
     mkdir -p "$STATE/s3/some"
-    s3s-fs --host 127.0.0.1 --port 9000 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$STATE/s3" >"$STATE/s3s.log" 2>&1 &
+    "$CARGO_TARGET_DIR/release/some-s3" --port 9000 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$STATE/s3" >"$STATE/s3s.log" 2>&1 &
     echo $! >"$STATE/s3s.pid"
     for i in $(seq 1 "${2:-2}"); do
       "$CARGO_TARGET_DIR/release/some" worker --kind llm >"$STATE/worker-$i.log" 2>&1 &
@@ -29,7 +28,7 @@ case "${1:-up}" in
     done
     "$CARGO_TARGET_DIR/release/some" worker --kind compute >"$STATE/compute.log" 2>&1 &
     echo $! >"$STATE/compute.pid"
-    say "RabbitMQ, s3s-fs (:9000), ${2:-2} LLM workers and a compute worker are up; logs in $STATE"
+    say "RabbitMQ, some-s3 (:9000), ${2:-2} LLM workers and a compute worker are up; logs in $STATE"
     say "export SOME_QUEUE=$SOME_QUEUE SOME_LAKE=$SOME_LAKE AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY AWS_REGION=$AWS_REGION"
     ;;
   down)

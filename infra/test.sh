@@ -5,7 +5,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
 ensure_build_tools
-ensure_s3s_fs
 ensure_rabbitmq
 ensure_openai_client
 # The CUDA kernels compile (NVRTC + ptxas, no GPU needed), a broken kernel

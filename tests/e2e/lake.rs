@@ -88,20 +88,37 @@ fn a_commit_killed_at_any_step_is_all_or_nothing_on_s3() {
     crash_at_every_step(|point| format!("s3://some-bucket/{point}"), &s3.env());
 }
 
+/// Two processes commit `each` transactions apiece to one run: every one
+/// lands, at its own version.
+fn two_writers_lose_nothing(lake: &str, env: &[(String, String)], each: u32) {
+    some(lake, env, &["sql", "SELECT 1"]).ok();
+    let writer = |first: u32| {
+        Command::new(env!("CARGO_BIN_EXE_lake_writer"))
+            .args([lake, "r1", &first.to_string(), &each.to_string()])
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (writer(0), writer(each));
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    let query = "SELECT count(*) AS n, count(DISTINCT episode_id) AS distinct_ids, count(DISTINCT worker) AS writers FROM episodes WHERE run_id = 'r1'";
+    let out = some(lake, env, &["sql", "--format", "csv", query]).ok().stdout;
+    let n = 2 * each;
+    assert_eq!(out.lines().nth(1), Some(format!("{n},{n},2").as_str()), "{out}");
+    let history = some(lake, env, &["lake", "history", "--limit", "1"]).ok().stdout;
+    assert!(history.lines().nth(1).is_some_and(|l| l.trim_start().starts_with(&format!("{n} "))), "{history}");
+}
+
 #[test]
 fn two_processes_committing_to_one_run_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake");
-    let lake = lake.to_str().unwrap();
-    some(lake, &[], &["sql", "SELECT 1"]).ok();
-    let writer = |first: &str| Command::new(env!("CARGO_BIN_EXE_lake_writer")).args([lake, "r1", first, "1000"]).spawn().unwrap();
-    let (mut a, mut b) = (writer("0"), writer("1000"));
-    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
-    let query = "SELECT count(*) AS n, count(DISTINCT episode_id) AS distinct_ids, count(DISTINCT worker) AS writers FROM episodes WHERE run_id = 'r1'";
-    let out = some(lake, &[], &["sql", "--format", "csv", query]).ok().stdout;
-    assert_eq!(out.lines().nth(1), Some("2000,2000,2"), "{out}");
-    let history = some(lake, &[], &["lake", "history", "--limit", "1"]).ok().stdout;
-    assert!(history.lines().nth(1).is_some_and(|l| l.trim_start().starts_with("2000 ")), "{history}");
+    two_writers_lose_nothing(dir.path().join("lake").to_str().unwrap(), &[], 1000);
+}
+
+#[test]
+fn two_processes_committing_to_one_run_on_s3_lose_nothing() {
+    let s3 = S3Server::start("lake");
+    two_writers_lose_nothing("s3://lake/runs", &s3.env(), 150);
 }
 
 fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -139,7 +156,8 @@ fn a_lake_of_the_folder_layout_is_refused_with_the_command_that_converts_it() {
 /// The commit protocol's one requirement of a store: a create-if-absent put
 /// that fails when the object exists. The S3 test server must honour it.
 #[test]
-fn the_s3_server_refuses_a_second_create_of_one_object() {
+fn the_s3_server_lets_one_of_many_racing_creates_of_an_object_win() {
+    use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
     let s3 = S3Server::start("some-bucket");
     let env = s3.env();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -147,8 +165,22 @@ fn the_s3_server_refuses_a_second_create_of_one_object() {
         let location = "s3://some-bucket/cas".parse().unwrap();
         let lake =
             some_workers::Lake::open_with_env(&location, |k| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())).await.unwrap();
-        let row = || vec![some_schemas::KnowledgeRow { doc_index: 0, content: "x".into(), link: None, extra: None }];
-        assert!(lake.put_once("knowledge/part-once.parquet", row()).await.unwrap(), "the first create wins");
-        assert!(!lake.put_once("knowledge/part-once.parquet", row()).await.unwrap(), "the second create must fail");
+        // Uploads of some size, so each create is open a while.
+        let payload = PutPayload::from(vec![7u8; 4 << 20]);
+        let create = |store: std::sync::Arc<dyn ObjectStore>, payload: PutPayload| async move {
+            let path = object_store::path::Path::from("cas/_log/00000000000000000001.json");
+            match store.put_opts(&path, payload, PutOptions { mode: PutMode::Create, ..Default::default() }).await {
+                Ok(_) => true,
+                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => false,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let racers: Vec<_> = (0..16).map(|_| tokio::spawn(create(lake.store().clone(), payload.clone()))).collect();
+        let mut won = Vec::new();
+        for racer in racers {
+            won.push(racer.await.unwrap());
+        }
+        assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+        assert!(!create(lake.store().clone(), payload).await, "a later create must fail");
     });
 }

@@ -13,9 +13,14 @@ use std::time::{Duration, Instant};
 /// The `some` binary next to the test executables (`cargo build --workspace --bins --tests`
 /// puts it there; infra/test.sh builds it before the tests).
 pub fn some_bin() -> PathBuf {
+    workspace_bin("some")
+}
+
+/// A binary of the workspace, next to the test executables.
+fn workspace_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target folder");
-    let bin = dir.join(format!("some{}", std::env::consts::EXE_SUFFIX));
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
         "{} is missing: build it first with `cargo build --workspace --bins --tests` (infra/test.sh does)",
@@ -126,7 +131,8 @@ pub fn wait_for_port(port: u16, timeout: Duration) -> bool {
     false
 }
 
-/// A real S3 server (s3s-fs) over a temporary folder, stopped on drop.
+/// A real S3 server (`some-s3`: s3s-fs with atomic conditional writes) over
+/// a temporary folder, stopped on drop.
 pub struct S3Server {
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -137,8 +143,7 @@ pub const S3_KEY: &str = "some-test-key";
 pub const S3_SECRET: &str = "some-test-secret";
 
 impl S3Server {
-    /// Starts s3s-fs with one bucket. Fails the test if s3s-fs is not
-    /// installed (infra/test.sh installs it).
+    /// Starts the server with one bucket.
     pub fn start(bucket: &str) -> S3Server {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join(bucket)).expect("bucket folder");
@@ -148,15 +153,15 @@ impl S3Server {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new("s3s-fs")
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string(), "--access-key", S3_KEY, "--secret-key", S3_SECRET])
+        let child = Command::new(workspace_bin("some-s3"))
+            .args(["--port", &self.port.to_string(), "--access-key", S3_KEY, "--secret-key", S3_SECRET])
             .arg(self.dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start s3s-fs ({e}): run the tests through infra/test.sh, which installs it"));
+            .unwrap_or_else(|e| panic!("cannot start some-s3: {e}"));
         self.child = Some(child);
-        assert!(wait_for_port(self.port, Duration::from_secs(20)), "s3s-fs did not start on port {}", self.port);
+        assert!(wait_for_port(self.port, Duration::from_secs(20)), "some-s3 did not start on port {}", self.port);
     }
 
     /// Stops the server; [`S3Server::restart`] brings it back on the same port and data.
