@@ -127,11 +127,19 @@ fn scripted_replies_drive_the_loop_the_client_and_the_scores() {
     assert!(report.contains("queries: 4 of 4 have a final result"), "{report}");
     assert!(report.contains("paper: Qwen3-8B"), "{report}");
     assert!(report.contains("random baseline") && report.contains("16.67"), "{report}");
+    // Four UEA queries judged by the agent's own model: the report says what that means.
+    assert!(report.contains("note: smoke test: 4 queries in the smallest task"), "{report}");
+    assert!(report.contains("note: the judge is the agent's own model (scripted)"), "{report}");
     assert!(report.contains("first failure: format"), "{report}");
     // The no-LLM solvers over the world: the cheat near the baselines, the oracle far above.
     let row = |name: &str| report.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row in {report}")).to_string();
     assert!(row("cheat: emotion-lexicon vote").contains('.'), "{report}");
     assert!(row("oracle reader").contains('.'), "{report}");
+    // A majority over 4 queries is a multiple of 25; over the lake's 2,696 UEA queries it is not.
+    let figures = |name: &str| row(name).split_whitespace().filter(|t| t.contains('.')).map(str::to_string).collect::<Vec<_>>();
+    let (sampled, lake_wide) =
+        (figures("majority-class baseline, this run's queries"), figures("majority-class baseline, all labelled queries"));
+    assert!(!sampled.is_empty() && !lake_wide.is_empty() && sampled != lake_wide, "{report}");
     assert!(report.contains("over every labelled query of the lake") && report.contains("UEA 2696"), "{report}");
 }
 

@@ -37,8 +37,16 @@ pub struct TaskLine {
     pub score: Option<f64>,
     /// Task completion rate, %.
     pub tcr: Option<f64>,
+    /// Baselines over the run's queries of the task.
     pub baseline: Option<Baseline>,
+    /// The majority-class baseline over every labelled query of the task in
+    /// the lake: what a small sample's majority baseline stands for.
+    pub lake_majority: Option<f64>,
 }
+
+/// Below this many queries in a task, a run is a smoke test: its figures
+/// show that the pipeline runs, not how good the model is.
+pub const SMOKE_TEST_QUERIES: usize = 300;
 
 /// The paper's tool-use analyses over the run's final episodes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -74,6 +82,21 @@ pub struct Report {
 }
 
 impl Report {
+    /// What the figures cannot say, printed before them.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(fewest) = self.tasks.iter().map(|t| t.planned).min().filter(|n| *n < SMOKE_TEST_QUERIES) {
+            notes.push(format!(
+                "smoke test: {fewest} queries in the smallest task (fewer than {SMOKE_TEST_QUERIES}); these figures show that the pipeline runs, \
+                 not how good the model is, and a sample's majority baseline is compared with the one over all labelled queries"
+            ));
+        }
+        if self.judging.judge_model == self.spec.model {
+            notes.push(format!("the judge is the agent's own model ({}): its scores and TCR grade its own answers", self.spec.model));
+        }
+        notes
+    }
+
     /// The mean over the tasks that have results (the paper's Avg.).
     pub fn average(&self, value: impl Fn(&TaskLine) -> Option<f64>) -> Option<f64> {
         let values: Vec<f64> = self.tasks.iter().filter_map(value).collect();
@@ -121,6 +144,7 @@ pub fn summarize(
         let done: Vec<_> = planned.iter().filter_map(|q| finals.get(*q)).collect();
         let mean = |f: &dyn Fn(&FinalResult) -> f64| (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64);
         let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(*q).and_then(|l| l.as_deref())).collect();
+        let lake_labels = labels.iter().filter(|(q, _)| q.task() == Some(task)).filter_map(|(_, l)| l.as_deref());
         tasks.push(TaskLine {
             task,
             planned: planned.len(),
@@ -128,6 +152,7 @@ pub fn summarize(
             score: mean(&|r| r.score.score),
             tcr: mean(&|r| if r.score.completed { 100.0 } else { 0.0 }),
             baseline: baselines(task, task_labels),
+            lake_majority: baselines(task, lake_labels).map(|b| b.majority),
         });
     }
     let mut tool_use = ToolUse::default();

@@ -38,9 +38,14 @@ fn table_rows(
             with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.random))),
         ));
         rows.push((
-            "majority-class baseline".into(),
+            "majority-class baseline, this run's queries".into(),
             "".into(),
             with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.majority))),
+        ));
+        rows.push((
+            "majority-class baseline, all labelled queries".into(),
+            "".into(),
+            with_avg(per_task(&|t| line(t).and_then(|l| l.lake_majority))),
         ));
         for (solver, scores) in by_solver(&report.solvers) {
             rows.push((solver.to_string(), "".into(), with_avg(per_task(&|t| scores.get(&t).copied()))));
@@ -109,6 +114,9 @@ pub fn text(report: &Report) -> String {
             "{} final episodes await a score under judging {}: `some judge {} --judging {}` scores them",
             report.unscored, judging.judging, spec.run_id, judging.judging
         );
+    }
+    for caveat in report.caveats() {
+        let _ = writeln!(out, "note: {caveat}");
     }
     let statuses: Vec<String> = report.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let _ = writeln!(out, "episodes: {}", if statuses.is_empty() { "none".into() } else { statuses.join(", ") });
@@ -215,6 +223,9 @@ td,th{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}td:first-child{t
 tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.legend{font-size:90%}</style></head><body>",
     );
     let _ = write!(out, "<h1>Run {}</h1>", esc(report.spec.run_id.as_str()));
+    for caveat in report.caveats() {
+        let _ = write!(out, "<p><strong>Note:</strong> {}</p>", esc(&caveat));
+    }
     out.push_str(&chart(report));
     html_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
     if let Some(note) = solvers_note(report) {
