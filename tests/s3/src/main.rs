@@ -57,9 +57,18 @@ s3_of_folder! {
     list_parts: ListPartsInput => ListPartsOutput,
     abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput,
     ;
-    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
-        let conditional = req.input.if_none_match.is_some() || req.input.if_match.is_some();
-        let _held = if conditional { Some(self.conditional.lock().await) } else { None };
+    async fn put_object(&self, mut req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+        if req.input.if_none_match.is_none() && req.input.if_match.is_none() {
+            return self.fs.put_object(req).await;
+        }
+        // The whole body is read first, as S3 does: s3s-fs refuses before
+        // reading it, and a client still sending sees its connection reset
+        // instead of the refusal.
+        if let Some(blob) = req.input.body.take() {
+            let bytes = s3s::Body::from(blob).store_all_limited(usize::MAX).await.map_err(|e| s3s::s3_error!(IncompleteBody, "{e}"))?;
+            req.input.body = Some(StreamingBlob::from(s3s::Body::from(bytes)));
+        }
+        let _held = self.conditional.lock().await;
         self.fs.put_object(req).await
     }
 
