@@ -69,6 +69,19 @@ pub struct ChatRequest {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the endpoint took from its prompt cache
+    /// instead of computing them (OpenAI's
+    /// `usage.prompt_tokens_details.cached_tokens`; 0 where not reported).
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
 }
 
 /// A chat completion.

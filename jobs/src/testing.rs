@@ -58,7 +58,7 @@ pub fn shared_dir() -> std::path::PathBuf {
 pub fn reply(text: &str) -> Result<ChatResponse, ModelError> {
     Ok(ChatResponse {
         content: text.into(),
-        usage: Usage { prompt_tokens: 100, completion_tokens: 10 },
+        usage: Usage { prompt_tokens: 100, completion_tokens: 10, cached_tokens: 0 },
         model: "scripted".into(),
         ..Default::default()
     })

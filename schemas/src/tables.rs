@@ -337,6 +337,9 @@ table! {
         tool_errors: i32,
         prompt_tokens: i64,
         completion_tokens: i64,
+        /// Of the prompt tokens, those the endpoint took from its prompt
+        /// cache; null in rows written before it was recorded.
+        cached_prompt_tokens: Option<i64>,
         latency_ms: i64,
         started_at: Timestamp,
         finished_at: Timestamp,
@@ -524,6 +527,7 @@ mod tests {
             tool_errors: 0,
             prompt_tokens: 100,
             completion_tokens: 20,
+            cached_prompt_tokens: Some(7),
             latency_ms: 1234,
             started_at: ts("2026-01-01 00:00:00"),
             finished_at: ts("2026-01-01 00:00:02"),

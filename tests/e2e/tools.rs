@@ -156,7 +156,7 @@ fn scripted_summarizer() -> ScriptedModel {
         };
         Ok(ChatResponse {
             content: content.into(),
-            usage: Usage { prompt_tokens: 10, completion_tokens: 5 },
+            usage: Usage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0 },
             model: "scripted".into(),
             ..Default::default()
         })

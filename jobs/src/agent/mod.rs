@@ -240,8 +240,7 @@ pub async fn run_episode(
                 return Ok(finish(episode, EpisodeStatus::ModelError, Some(e.to_string()), started));
             }
         };
-        episode.usage.prompt_tokens += response.usage.prompt_tokens;
-        episode.usage.completion_tokens += response.usage.completion_tokens;
+        episode.usage += response.usage;
         let parsed: ParsedReply = match settings.protocol {
             Protocol::Text => parse_reply(&response.content),
             Protocol::Native => from_native(&response.content, &response.tool_calls),
@@ -328,8 +327,7 @@ async fn run_call(
     };
     episode.tool_calls += 1;
     episode.tool_errors += u32::from(outcome.error);
-    episode.usage.prompt_tokens += outcome.usage.prompt_tokens;
-    episode.usage.completion_tokens += outcome.usage.completion_tokens;
+    episode.usage += outcome.usage;
     episode.transcript.tool_results.push(transcript::ToolRecord {
         call_index: episode.llm_calls,
         name: call.name.clone(),

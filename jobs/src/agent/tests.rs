@@ -72,7 +72,7 @@ fn an_episode_runs_tools_in_order_and_ends_on_a_plain_reply() {
     let ep = block_on(run(&model, AgentSettings::default(), ToolSettings::default(), Some(POST)));
     assert_eq!((ep.status, ep.answer.as_deref()), (EpisodeStatus::Answered, Some("是")));
     assert_eq!((ep.llm_calls, ep.tool_calls, ep.tool_errors), (3, 2, 0));
-    assert_eq!(ep.usage, Usage { prompt_tokens: 300, completion_tokens: 30 });
+    assert_eq!(ep.usage, Usage { prompt_tokens: 300, completion_tokens: 30, cached_tokens: 0 });
     let requests = model.requests();
     assert!(requests[0].messages[0].content.contains("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"user_search\""));
     assert_eq!(requests[0].messages[1].content, "请判断ID为1001的用户是否对帖子```{\"内容\": \"演唱会门票开售\"}```感兴趣。");

@@ -98,8 +98,7 @@ impl Judge<'_> {
             scored.judge_calls += 1;
             match self.model.chat(&request).await {
                 Ok(reply) => {
-                    scored.usage.prompt_tokens += reply.usage.prompt_tokens;
-                    scored.usage.completion_tokens += reply.usage.completion_tokens;
+                    scored.usage += reply.usage;
                     if let Some(v) = accept(strip_think(&reply.content).trim()) {
                         return Some(v);
                     }

@@ -11,11 +11,15 @@ fn scripted_judge(replies: &[&str]) -> ScriptedModel {
     let replies = replies
         .iter()
         .map(|r| {
-            Ok(ChatResponse { content: r.to_string(), usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })
+            Ok(ChatResponse {
+                content: r.to_string(),
+                usage: Usage { prompt_tokens: 50, completion_tokens: 2, cached_tokens: 0 },
+                ..Default::default()
+            })
         })
         .collect();
     ScriptedModel::replies("judge", replies, |_| {
-        Ok(ChatResponse { usage: Usage { prompt_tokens: 50, completion_tokens: 2 }, ..Default::default() })
+        Ok(ChatResponse { usage: Usage { prompt_tokens: 50, completion_tokens: 2, cached_tokens: 0 }, ..Default::default() })
     })
 }
 

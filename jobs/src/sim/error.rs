@@ -54,8 +54,7 @@ pub async fn ask<T>(
     let mut last = None;
     for attempt in 1..=max_attempts.max(1) {
         let reply = model.chat(&request).await?;
-        usage.prompt_tokens += reply.usage.prompt_tokens;
-        usage.completion_tokens += reply.usage.completion_tokens;
+        usage += reply.usage;
         match parse(&reply.content) {
             Ok(value) => return Ok(Answered { value, calls: attempt, usage }),
             Err(e) => last = Some((e, excerpt(&reply.content, 200))),

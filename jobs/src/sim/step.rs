@@ -160,8 +160,7 @@ impl Run<'_> {
         for _ in 0..s.max_attempts.max(1) {
             let reply = self.ctx.model.chat(&request).await?;
             self.step.calls += 1;
-            self.step.usage.prompt_tokens += reply.usage.prompt_tokens;
-            self.step.usage.completion_tokens += reply.usage.completion_tokens;
+            self.step.usage += reply.usage;
             match parse(&reply.content) {
                 Ok(v) => return Ok(Ok(v)),
                 Err(e) => last = Some(e),

@@ -36,7 +36,11 @@ impl ChatModel for Scripted {
         self.requests.lock().unwrap().push(request.clone());
         let next = self.replies.lock().unwrap().pop();
         match next {
-            Some(content) => Ok(ChatResponse { content, usage: Usage { prompt_tokens: 10, completion_tokens: 2 }, ..Default::default() }),
+            Some(content) => Ok(ChatResponse {
+                content,
+                usage: Usage { prompt_tokens: 10, completion_tokens: 2, cached_tokens: 0 },
+                ..Default::default()
+            }),
             None => Err(ModelError::Permanent { endpoint: "scripted".into(), message: "the script has ended".into() }),
         }
     }

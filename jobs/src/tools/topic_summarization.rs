@@ -52,8 +52,7 @@ async fn ask(chat: &dyn ChatModel, prompt: String, temperature: Option<f32>, acc
     let request = ChatRequest { messages: vec![Message::user(prompt)], temperature, ..Default::default() };
     acc.calls += 1;
     let reply = chat.chat(&request).await.ok()?;
-    acc.usage.prompt_tokens += reply.usage.prompt_tokens;
-    acc.usage.completion_tokens += reply.usage.completion_tokens;
+    acc.usage += reply.usage;
     read_json_reply(&reply.content)
 }
 
@@ -114,8 +113,7 @@ pub(super) async fn run(ctx: &ToolContext<'_>, folders: &mut Folders, args: &Arg
     let mut events = Vec::new();
     for r in results {
         outcome.model_calls += r.calls;
-        outcome.usage.prompt_tokens += r.usage.prompt_tokens;
-        outcome.usage.completion_tokens += r.usage.completion_tokens;
+        outcome.usage += r.usage;
         events.extend(r.event);
     }
     let mut parts = base.splitn(3, '_');

@@ -38,6 +38,7 @@ fn episode(run: &str, i: u32) -> EpisodeRow {
         tool_errors: 0,
         prompt_tokens: 0,
         completion_tokens: 0,
+        cached_prompt_tokens: None,
         latency_ms: 0,
         started_at: Timestamp(0),
         finished_at: Timestamp(0),

@@ -40,7 +40,7 @@ impl Lake {
         Ok(ctx)
     }
 
-    fn listing_table(&self, table: &TableDef) -> Result<Arc<ListingTable>> {
+    pub(super) fn listing_table(&self, table: &TableDef) -> Result<Arc<ListingTable>> {
         let url = ListingTableUrl::parse(self.table_url(table.name))?;
         let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
             .with_file_extension(".parquet")

@@ -245,3 +245,37 @@ fn lake_locations_parse() {
     assert!("gs://b".parse::<LakeLocation>().unwrap_err().to_string().contains("expected a folder path"));
     assert!("s3:///x".parse::<LakeLocation>().unwrap_err().to_string().contains("needs a bucket"));
 }
+
+/// A table as an older build wrote it, and as this one reads it: a nullable
+/// column added since.
+mod widened {
+    pub mod before {
+        some_schemas::table! {
+            pub struct Before in widened partitioned by [run_id] { a: i64, run_id: some_schemas::RunId }
+        }
+    }
+    pub mod after {
+        some_schemas::table! {
+            pub struct After in widened partitioned by [run_id] { a: i64, b: Option<i64>, run_id: some_schemas::RunId }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_nullable_column_added_later_reads_as_null_from_older_files() {
+    use widened::after::After;
+    use widened::before::Before;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![Before { a: 1, run_id: "r".into() }]).await.unwrap();
+    txn.commit().await.unwrap();
+    let mut txn = lake.txn();
+    txn.write_rows(vec![After { a: 2, b: Some(5), run_id: "r".into() }]).await.unwrap();
+    txn.commit().await.unwrap();
+    let ctx = lake.session().await.unwrap();
+    ctx.register_table("widened", lake.listing_table(&TableDef::of::<After>()).unwrap()).unwrap();
+    let mut rows: Vec<After> = lake.read(&ctx, None).await.unwrap();
+    rows.sort_by_key(|r| r.a);
+    assert_eq!(rows, vec![After { a: 1, b: None, run_id: "r".into() }, After { a: 2, b: Some(5), run_id: "r".into() }]);
+}

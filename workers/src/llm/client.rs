@@ -293,6 +293,7 @@ pub fn read_chat(value: &Value) -> Result<ChatResponse, String> {
     let usage = value.get("usage").map_or(Usage::default(), |u| Usage {
         prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        cached_tokens: u.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0),
     });
     Ok(ChatResponse {
         content: message.get("content").and_then(Value::as_str).unwrap_or_default().to_string(),

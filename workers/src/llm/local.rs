@@ -36,8 +36,11 @@ use crate::models::{ModelKind, ModelSpec, require};
 pub const CONTEXT_TOKENS: u32 = 8192;
 /// Reply length when a request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
-/// Prompt-cache slots (each a llama.cpp context).
-const SLOTS: usize = 2;
+/// Prompt-cache slots (each a llama.cpp context, about 100 MB of KV cache
+/// for the 0.5B model): two conversations at once (as the demo runs
+/// them), the judge's prompt, and the last finished episode's, whose system
+/// prompt the next episode of its task shares.
+const SLOTS: usize = 4;
 
 static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
 
@@ -163,14 +166,11 @@ impl LocalModel {
         let mut inner = self.inner.lock().map_err(|_| model_err(&self.name, "a previous call panicked"))?;
         inner.uses += 1;
         let uses = inner.uses;
-        // The slot sharing the longest prefix with this prompt, else the least recently used.
-        let shared = |slot: &Slot| slot.tokens.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
-        let index =
-            (0..inner.slots.len()).max_by_key(|&i| (shared(&inner.slots[i]), std::cmp::Reverse(inner.slots[i].last_used))).unwrap_or(0);
+        let index = choose_slot(inner.slots.iter().map(|s| (s.tokens.as_slice(), s.last_used)), &tokens);
         let slot = &mut inner.slots[index];
         slot.last_used = uses;
         // Keep at least one prompt token to evaluate, so there are logits.
-        let keep = shared(slot).min(tokens.len().saturating_sub(1));
+        let keep = shared_prefix(&slot.tokens, &tokens).min(tokens.len().saturating_sub(1));
         if keep < slot.tokens.len() && !matches!(slot.ctx.0.clear_kv_cache_seq(Some(0), Some(keep as u32), None), Ok(true)) {
             slot.ctx.0.clear_kv_cache();
             slot.tokens.clear();
@@ -213,13 +213,25 @@ impl LocalModel {
             last_index = 0;
         }
         let generated = slot.tokens.len() - tokens.len();
+        tracing::debug!(
+            slot = index,
+            prompt = tokens.len(),
+            cached = keep,
+            generated,
+            ms = started.elapsed().as_millis() as u64,
+            "completion"
+        );
         let content = String::from_utf8_lossy(&out).into_owned();
         let tool_calls = if request.tools.is_empty() { Vec::new() } else { native_calls(&content) };
         Ok(ChatResponse {
             content: if tool_calls.is_empty() { content } else { String::new() },
             finish_reason: Some(if tool_calls.is_empty() { finish } else { "tool_calls" }.to_string()),
             tool_calls,
-            usage: Usage { prompt_tokens: tokens.len() as u64, completion_tokens: generated as u64 + u64::from(finish == "stop") },
+            usage: Usage {
+                prompt_tokens: tokens.len() as u64,
+                completion_tokens: generated as u64 + u64::from(finish == "stop"),
+                cached_tokens: keep as u64,
+            },
             model: self.name.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
         })
@@ -231,6 +243,31 @@ impl LocalModel {
 }
 
 /// A native-protocol conversation, for templates that know only text.
+/// How many leading tokens two sequences share.
+fn shared_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The slot a prompt runs in, given each slot's cached tokens and when it
+/// was last used: the one it continues (its whole cache is a prefix of the
+/// prompt: the next turn of a conversation); else the one sharing the
+/// longest prefix if that is at least half the prompt (another episode of
+/// the same task: system prompt and tools); else the least recently used,
+/// so concurrent conversations keep their own slots rather than evicting
+/// each other for a few shared template tokens.
+fn choose_slot<'a, T: PartialEq + 'a>(slots: impl IntoIterator<Item = (&'a [T], u64)>, prompt: &[T]) -> usize {
+    let slots: Vec<(&[T], u64)> = slots.into_iter().collect();
+    let shared: Vec<usize> = slots.iter().map(|(cached, _)| shared_prefix(cached, prompt)).collect();
+    // Ties go to the least recently used: not the slot of a conversation still running.
+    let best = |eligible: &dyn Fn(usize) -> bool| {
+        (0..slots.len()).filter(|&i| eligible(i)).max_by_key(|&i| (shared[i], std::cmp::Reverse(slots[i].1)))
+    };
+    best(&|i| !slots[i].0.is_empty() && shared[i] == slots[i].0.len())
+        .or_else(|| best(&|i| shared[i] > 0 && 2 * shared[i] >= prompt.len()))
+        .or_else(|| (0..slots.len()).min_by_key(|&i| slots[i].1))
+        .unwrap_or(0)
+}
+
 fn with_native_calls(m: &Message) -> String {
     let mut text = m.content.clone();
     for c in &m.tool_calls {
@@ -274,5 +311,38 @@ impl ChatModel for LocalModel {
         let this = self.clone();
         let request = request.clone();
         tokio::task::spawn_blocking(move || this.complete_blocking(&request)).await.map_err(|e| model_err(&self.name, e))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose_slot;
+
+    fn choose(slots: &[(&[u32], u64)], prompt: &[u32]) -> usize {
+        choose_slot(slots.iter().copied(), prompt)
+    }
+
+    #[test]
+    fn a_conversation_keeps_its_slot_while_another_runs_beside_it() {
+        // Two conversations share only the template's first tokens.
+        let (a, b): (&[u32], &[u32]) = (&[1, 2, 10, 11, 12], &[1, 2, 20, 21, 22]);
+        assert_eq!(choose(&[(a, 5), (b, 6), (&[], 0)], &[1, 2, 10, 11, 12, 13, 14]), 0);
+        assert_eq!(choose(&[(a, 5), (b, 6), (&[], 0)], &[1, 2, 20, 21, 22, 23]), 1);
+        // A third one takes the empty slot, not either conversation's.
+        assert_eq!(choose(&[(a, 5), (b, 6), (&[], 0)], &[1, 2, 30, 31, 32, 33]), 2);
+        // With none empty, the least recently used.
+        assert_eq!(choose(&[(a, 5), (b, 6), (&[1, 2, 40], 3)], &[1, 2, 30, 31, 32, 33]), 2);
+    }
+
+    #[test]
+    fn a_new_episode_reuses_a_finished_one_sharing_its_system_prompt() {
+        let finished: &[u32] = &[1, 2, 3, 4, 5, 6, 90, 91];
+        let running: &[u32] = &[1, 2, 3, 4, 5, 6, 80, 81];
+        let other_task: &[u32] = &[1, 2, 7, 8];
+        // Both share the system prompt: the least recently used one is taken.
+        assert_eq!(choose(&[(running, 9), (finished, 4), (other_task, 2)], &[1, 2, 3, 4, 5, 6, 70]), 1);
+        // A reply the template renders differently from how it was generated
+        // still finds its conversation (the longest shared prefix).
+        assert_eq!(choose(&[(running, 9), (finished, 4)], &[1, 2, 3, 4, 5, 6, 80, 99, 100]), 0);
     }
 }

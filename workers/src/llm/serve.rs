@@ -126,7 +126,12 @@ async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Res
     // OpenAI clients read a finished choice by its reason: "stop" unless the
     // model said otherwise.
     let finish_reason = r.finish_reason.clone().unwrap_or_else(|| if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
-    let usage = json!({"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens, "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens});
+    let usage = json!({
+        "prompt_tokens": r.usage.prompt_tokens,
+        "completion_tokens": r.usage.completion_tokens,
+        "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": r.usage.cached_tokens},
+    });
     if body.get("stream").and_then(Value::as_bool) == Some(true) {
         let include_usage = body["stream_options"].get("include_usage").and_then(Value::as_bool) == Some(true);
         let chunk =

@@ -54,6 +54,8 @@ pub struct RunProgress {
     pub failures: BTreeMap<String, usize>,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    /// Of the prompt tokens, those the endpoints took from their prompt caches.
+    pub cached_prompt_tokens: i64,
     /// Seconds from the first episode's start to the last one's finish.
     pub elapsed: i64,
     pub cancelled: bool,
@@ -94,6 +96,7 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         episodes::started_at,
         episodes::finished_at,
         episodes::episode_id,
+        episodes::cached_prompt_tokens,
     ])?;
     let batches = df.collect().await?;
     let mut p = RunProgress { cancelled, ..Default::default() };
@@ -114,10 +117,12 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         let completion = b.column(6).as_primitive::<Int64Type>();
         let started = b.column(7).as_primitive::<TimestampSecondType>();
         let finished = b.column(8).as_primitive::<TimestampSecondType>();
+        let cached = b.column(10).as_primitive::<Int64Type>();
         for r in 0..b.num_rows() {
             let q = query.value(r).to_string();
             p.prompt_tokens += prompt.value(r);
             p.completion_tokens += completion.value(r);
+            p.cached_prompt_tokens += if cached.is_null(r) { 0 } else { cached.value(r) };
             first = first.min(started.value(r));
             last = last.max(finished.value(r));
             if is_final.value(r) {

@@ -151,7 +151,7 @@ impl SimRunner {
 
 /// The step of one agent in one turn as its `sim_steps` row.
 fn step_row(run_id: &RunId, turn: some_jobs::sim::Turn, agent: AgentId, step: &some_jobs::sim::Step) -> SimStepRow {
-    let Usage { prompt_tokens, completion_tokens } = step.usage;
+    let Usage { prompt_tokens, completion_tokens, .. } = step.usage;
     SimStepRow {
         turn: i64::from(turn.0),
         agent_id: i64::from(agent.0),
