@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
-use some_tests::{lake_with_world, some};
+use some_tests::{Background, lake_with_world, some, wait_until};
 
 /// The agent's requests carry the tool schemas in their system prompt; the
 /// judge's carry a rubric there.
@@ -144,6 +144,41 @@ fn scripted_replies_drive_the_loop_the_client_and_the_scores() {
 }
 
 #[test]
+fn status_counts_the_episodes_of_a_shard_that_is_still_running() {
+    let (_dir, lake) = lake_with_world();
+    // One shard of four episodes, one at a time; the third one's model
+    // takes 20 s to answer, the others answer at once.
+    let firsts = AtomicUsize::new(0);
+    let endpoint = ScriptedEndpoint::start(move |_, body| {
+        let answer = "根据该用户的帖子，情绪是积极的。".to_string();
+        if is_agent(body) && assistant_turns(body) == 0 && firsts.fetch_add(1, Ordering::SeqCst) == 2 {
+            return Reply::Delayed(Duration::from_secs(20), answer);
+        }
+        Reply::Text(if is_agent(body) { answer } else { "积极".into() })
+    });
+    let args = ["run", "--tasks", "UEA", "--sample", "4", "--model", "scripted", "--endpoint", &endpoint.url];
+    let mut run = Background::start(&lake, &[], &[&args[..], &["--shard-size", "4", "--calls", "1", "--timeout", "60"]].concat());
+    assert!(wait_until(Duration::from_secs(30), || run.log().lines().any(|l| l.starts_with("run "))), "{}", run.log());
+    let id = run_id(&run.log());
+    let mut status = String::new();
+    let counted = wait_until(Duration::from_secs(15), || {
+        status = some(&lake, &[], &["status", &id]).ok().stdout;
+        status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["UEA", "4", "2", "0", "2"])
+    });
+    assert!(counted, "status never showed 2 of 4 final mid-shard:\n{status}\n{}", run.log());
+    assert!(run.child.try_wait().unwrap().is_none(), "the shard is still running");
+    // Standard error is a file here: a line per finished episode.
+    assert_eq!(run.log().lines().filter(|l| l.starts_with("episodes ") && l.contains(" answered (")).count(), 2, "{}", run.log());
+
+    assert!(run.child.wait().unwrap().success(), "{}", run.log());
+    let status = some(&lake, &[], &["status", &id]).ok().stdout;
+    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["UEA", "4", "4", "0", "0"]), "{status}");
+    // Each query once: the mid-shard commits are not repeated by the last one.
+    assert_eq!(sql(&lake, &format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{id}'")), "n\n4\n");
+    assert_eq!(sql(&lake, &format!("SELECT count(*) AS n FROM scores WHERE run_id = '{id}'")), "n\n4\n");
+}
+
+#[test]
 fn a_broken_endpoint_ends_episodes_as_model_errors_and_rerun_completes_them() {
     let (_dir, lake) = lake_with_world();
     let broken = ScriptedEndpoint::start(|_, _| Reply::Status(500, None));
@@ -207,7 +242,10 @@ fn compare_flags_a_regression_and_compact_keeps_every_result() {
 
     let before = sql(&lake, "SELECT query_id, attempt, score FROM scores WHERE run_id = 'yes' ORDER BY query_id");
     let compacted = some(&lake, &[], &["compact", "yes"]).ok();
-    assert!(compacted.stdout.contains("24 part files merged into 2 (120 rows)"), "{}", compacted.stdout);
+    // 12 shards of 5, each committed in one transaction or more (episodes
+    // commit as they finish): at least 24 files, of episodes and scores.
+    let merged = compacted.stdout.split(" part files merged into 2 (120 rows)").next().and_then(|s| s.split_whitespace().last());
+    assert!(merged.and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n >= 24), "{}", compacted.stdout);
     assert_eq!(sql(&lake, "SELECT query_id, attempt, score FROM scores WHERE run_id = 'yes' ORDER BY query_id"), before);
     assert_eq!(sql(&lake, "SELECT count(*) AS n FROM episodes WHERE run_id = 'yes'"), "n\n60\n");
 }

@@ -14,11 +14,12 @@
 //! - a message that cannot be read, or names a run, judging or ingestion
 //!   the lake does not have, or a release file that cannot be read:
 //!   dead-lettered at once with the reason;
-//! - a redelivered shard whose rows were committed before the worker died:
-//!   queries that already have their attempt's final result are skipped
-//!   (and episodes that already have their score, for a judge shard), so
-//!   readers see one final result per query (and [`crate::runs`] resolves
-//!   any duplicate a race leaves deterministically).
+//! - a redelivered shard, some or all of whose episodes were committed
+//!   before the worker died (they commit as they finish): queries whose
+//!   attempt has a row already are skipped (and episodes that already have
+//!   their score, for a judge shard), so readers see one result per
+//!   attempt (and [`crate::runs`] resolves any duplicate a race leaves
+//!   deterministically).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -257,7 +258,7 @@ impl Worker {
             .map_err(|e| e.context(format!("cannot set up run {run_id}")))?;
         let mut todo = queries.to_vec();
         if redelivered {
-            let done = self.already_final(run_id, &todo).await?;
+            let done = self.already_recorded(run_id, &todo).await?;
             todo.retain(|q| !done.contains(&(q.query_id.clone(), q.attempt)));
         }
         if todo.is_empty() {
@@ -294,12 +295,13 @@ impl Worker {
         Ok(())
     }
 
-    /// Which (query, attempt) pairs of a shard already have a final result.
-    async fn already_final(&self, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
+    /// Which (query, attempt) pairs of a shard have a row already, final
+    /// or failed: a failed attempt is retried by `some rerun` as the next
+    /// attempt, never by running the same one twice.
+    async fn already_recorded(&self, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
         let ctx = self.lake.session().await?;
         let ids = todo.iter().map(|q| lit(q.query_id.as_str())).collect();
-        let filter =
-            col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::is_final)).and(col(episodes::query_id).in_list(ids, false));
+        let filter = col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::query_id).in_list(ids, false));
         let rows: Vec<EpisodeRow> = self.lake.read(&ctx, Some(filter)).await?;
         Ok(rows.into_iter().map(|e| (e.query_id, e.attempt)).collect())
     }

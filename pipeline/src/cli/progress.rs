@@ -1,21 +1,68 @@
-//! Progress bars on standard error (hidden when it is not a terminal).
+//! Progress on standard error: a bar on a terminal; where standard error is
+//! a log (a pipe, a file, CI), lines, so a log never sits silent for long.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use some_jobs::progress::Progress;
-use std::sync::Mutex;
+
+/// The longest a log goes without a line while work advances.
+const LOG_EVERY: Duration = Duration::from_secs(10);
 
 pub struct Bars {
     bar: Mutex<Option<ProgressBar>>,
+    /// Set where standard error is not a terminal.
+    log: Option<Mutex<LogLines>>,
+}
+
+/// The phase a log is following.
+struct LogLines {
+    name: String,
+    total: Option<u64>,
+    done: u64,
+    started: Instant,
+    last_line: Instant,
+}
+
+impl LogLines {
+    fn count(&self) -> String {
+        match self.total {
+            Some(total) => format!("{}/{total}", self.done),
+            None => self.done.to_string(),
+        }
+    }
+
+    fn print(&mut self, what: &str) {
+        eprintln!("{} {} ({:.0} s){what}", self.name, self.count(), self.started.elapsed().as_secs_f64());
+        self.last_line = Instant::now();
+    }
 }
 
 impl Bars {
     pub fn new() -> Bars {
-        Bars { bar: Mutex::new(None) }
+        let log = (!std::io::stderr().is_terminal()).then(|| {
+            let now = Instant::now();
+            Mutex::new(LogLines { name: String::new(), total: None, done: 0, started: now, last_line: now })
+        });
+        Bars { bar: Mutex::new(None), log }
+    }
+
+    fn log(&self, update: impl FnOnce(&mut LogLines)) {
+        if let Some(mut lines) = self.log.as_ref().and_then(|l| l.lock().ok()) {
+            update(&mut lines);
+        }
     }
 }
 
 impl Progress for Bars {
     fn phase(&self, name: &str, total: Option<u64>) {
+        self.log(|l| {
+            let now = Instant::now();
+            *l = LogLines { name: name.to_string(), total, done: 0, started: now, last_line: now };
+            l.print(": started");
+        });
         let bar = match total {
             Some(n) => ProgressBar::new(n).with_style(
                 ProgressStyle::with_template("{msg:>12} [{bar:40}] {human_pos}/{human_len} {per_sec} eta {eta}")
@@ -31,8 +78,24 @@ impl Progress for Bars {
     }
 
     fn advance(&self, n: u64) {
+        self.log(|l| {
+            l.done += n;
+            if l.last_line.elapsed() >= LOG_EVERY || Some(l.done) == l.total {
+                l.print("");
+            }
+        });
         if let Some(bar) = self.bar.lock().ok().as_ref().and_then(|slot| slot.as_ref()) {
             bar.inc(n);
+        }
+    }
+
+    fn item(&self, line: &str) {
+        self.log(|l| {
+            l.done += 1;
+            l.print(&format!(": {line}"));
+        });
+        if let Some(bar) = self.bar.lock().ok().as_ref().and_then(|slot| slot.as_ref()) {
+            bar.inc(1);
         }
     }
 

@@ -1,6 +1,7 @@
 //! `some status`: a run's progress as the lake records it, once or live.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -38,10 +39,11 @@ fn describe(run_id: &RunId, p: &RunProgress, judgings: &[JudgingSpec]) -> String
         out.push_str(&format!("{task:<5} {:>8} {:>8} {:>8} {:>8}\n", t.planned, t.finished, t.failed, t.planned - t.finished - t.failed));
     }
     out.push_str(&format!(
-        "throughput {:.2} results/s; eta {}; tokens {} prompt, {} completion\n",
+        "throughput {:.2} results/s; eta {}; tokens {} prompt ({} of them from the prompt cache), {} completion\n",
         p.throughput(),
         p.eta().map_or("-".into(), |s| format!("{s:.0} s")),
         p.prompt_tokens,
+        p.cached_prompt_tokens,
         p.completion_tokens
     ));
     for (cause, n) in &p.failures {
@@ -55,9 +57,12 @@ fn describe(run_id: &RunId, p: &RunProgress, judgings: &[JudgingSpec]) -> String
 }
 
 /// Shows a bar per task until every query has a final result or a failed
-/// latest attempt (or the run is cancelled).
+/// latest attempt (or the run is cancelled); where standard error is not a
+/// terminal, a line each time the counts change.
 async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
     let spec = load_run(lake, run_id).await?.spec;
+    let lines = (!std::io::stderr().is_terminal()).then(|| std::sync::Mutex::new(String::new()));
+    let lines = &lines;
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>4} [{bar:40}] {pos}/{len} {msg}").expect("static template").progress_chars("=> ");
     let per_task = std::sync::Mutex::new(BTreeMap::new());
@@ -74,6 +79,15 @@ async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
             });
             bar.set_position(t.finished as u64);
             bar.set_message(if t.failed > 0 { format!("{} failed", t.failed) } else { String::new() });
+        }
+        if let Some(mut last) = lines.as_ref().and_then(|l| l.lock().ok()) {
+            let counts: Vec<String> =
+                p.tasks.iter().map(|(task, t)| format!("{task} {}/{} final, {} failed", t.finished, t.planned, t.failed)).collect();
+            let line = counts.join("; ");
+            if *last != line {
+                eprintln!("{line}");
+                *last = line;
+            }
         }
         let settled: usize = p.tasks.values().map(|t| t.finished + t.failed).sum();
         Ok(Look { done: settled, settled: cancelled || settled >= p.planned(), failures: Vec::new() })

@@ -4,14 +4,19 @@
 //! A shard is a list of queries with their attempts. Each query's episode
 //! runs on the world (with its own folders), is scored by the run's judge
 //! (the primary judging), and becomes one `episodes` row and one `scores`
-//! row. The rows of a shard are committed together, and only then is the
-//! shard acknowledged: a shard interrupted anywhere before the commit leaves
-//! nothing, and its redelivery does all of it again. An episode the judge
-//! could not be reached for is committed without its score, for
-//! `some judge` to fill in.
+//! row. Episodes are committed as they finish (those finishing within
+//! [`COMMIT_WITHIN`] of each other in one transaction, an episode always
+//! with its score), so `some status` moves during a long shard; the shard
+//! is acknowledged after its last commit. A shard interrupted anywhere
+//! keeps the episodes it committed, and its redelivery runs only the rest
+//! (the worker skips attempts that have a row). An episode the judge could
+//! not be reached for is committed without its score, for `some judge` to
+//! fill in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use std::time::Duration;
 
 use futures::StreamExt;
 use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
@@ -43,11 +48,33 @@ pub struct Runner {
     pub worker: String,
 }
 
+/// How long a finished episode may wait for others to share its commit:
+/// long enough that an instant endpoint's episodes batch, short enough
+/// that progress shows at once next to minutes-long episodes.
+pub const COMMIT_WITHIN: Duration = Duration::from_secs(2);
+
 /// An episode and its score, as rows; no score if the judge could not be
 /// reached.
 pub struct Finished {
     pub episode: EpisodeRow,
     pub score: Option<ScoreRow>,
+}
+
+impl Finished {
+    /// The episode in one line, for progress logs.
+    fn line(&self) -> String {
+        let e = &self.episode;
+        let score = self.score.as_ref().map_or(String::new(), |s| format!(", score {:.1}", s.score));
+        format!(
+            "{} {} ({} model calls, {} tool calls, {} tokens, {:.1} s{score})",
+            e.query_id,
+            e.status,
+            e.llm_calls,
+            e.tool_calls,
+            e.prompt_tokens + e.completion_tokens,
+            e.latency_ms as f64 / 1000.0
+        )
+    }
 }
 
 impl Runner {
@@ -137,6 +164,7 @@ impl Runner {
             tool_errors: episode.tool_errors as i32,
             prompt_tokens: episode.usage.prompt_tokens as i64,
             completion_tokens: episode.usage.completion_tokens as i64,
+            cached_prompt_tokens: Some(episode.usage.cached_tokens as i64),
             latency_ms: episode.latency_ms as i64,
             started_at,
             finished_at,
@@ -149,20 +177,52 @@ impl Runner {
         Finished { episode: episode_row, score }
     }
 
-    /// Runs a shard and commits its rows; returns them once they are durable.
+    /// Runs a shard, committing episodes as they finish; returns them once
+    /// all are durable. On an error, what finished before it is committed
+    /// first (best effort), so a redelivery does not run it again.
     pub async fn run_shard(&self, spec: &RunSpec, queries: &[QueryAttempt], progress: &dyn Progress) -> Result<Vec<Finished>> {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.
-        let finished: Vec<Result<Finished>> = futures::stream::iter(queries.iter().cloned().map(|q| async move {
-            let f = self.run_one(spec, &q.query_id, q.attempt).await;
-            progress.advance(1);
-            f
-        }))
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-        let finished = finished.into_iter().collect::<Result<Vec<Finished>>>()?;
+        let mut running =
+            futures::stream::iter(queries.iter().cloned().map(|q| async move { self.run_one(spec, &q.query_id, q.attempt).await }))
+                .buffer_unordered(concurrency);
+        let mut all = Vec::with_capacity(queries.len());
+        let mut pending = 0;
+        let mut due: Option<tokio::time::Instant> = None;
+        loop {
+            let deadline = due.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                next = running.next() => match next {
+                    Some(Ok(finished)) => {
+                        progress.item(&finished.line());
+                        all.push(finished);
+                        pending += 1;
+                        due.get_or_insert_with(|| tokio::time::Instant::now() + COMMIT_WITHIN);
+                    }
+                    Some(Err(e)) => {
+                        if let Err(lost) = self.commit(&all[all.len() - pending..]).await {
+                            tracing::warn!(error = %lost, episodes = pending, "could not commit the episodes finished before a failure");
+                        }
+                        return Err(e);
+                    }
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(deadline), if due.is_some() => {
+                    self.commit(&all[all.len() - pending..]).await?;
+                    (pending, due) = (0, None);
+                }
+            }
+        }
+        self.commit(&all[all.len() - pending..]).await?;
+        Ok(all)
+    }
+
+    /// Commits finished episodes with their scores as one transaction.
+    async fn commit(&self, finished: &[Finished]) -> Result<()> {
+        if finished.is_empty() {
+            return Ok(());
+        }
         let mut txn = self.lake.txn();
         let episodes: Vec<EpisodeRow> = finished.iter().map(|f| f.episode.clone()).collect();
         let scores: Vec<ScoreRow> = finished.iter().filter_map(|f| f.score.clone()).collect();
@@ -178,7 +238,7 @@ impl Runner {
             return Err(e);
         }
         txn.commit().await?;
-        Ok(finished)
+        Ok(())
     }
 }
 
