@@ -53,9 +53,9 @@ local-up WORKERS="2":
 local-down:
     infra/local.sh down
 
-# Run `some` from the release build against $SOME_LAKE (default ./some-lake).
+# Run `some` (the build the demo and the tests share) against $SOME_LAKE (default ./some-lake).
 some *ARGS:
-    source infra/env.sh && cargo run --release --quiet -p some -- {{ARGS}}
+    source infra/env.sh && build_workspace && "$CARGO_TARGET_DIR/debug/some" {{ARGS}}
 
 # SQL over the lake.
 sql QUERY:

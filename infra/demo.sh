@@ -4,8 +4,7 @@
 # models served over loopback HTTP).
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
-ensure_build_tools
-say "building some (release profile; the first build takes a while)"
-cargo build --release --locked -p some
+build_workspace
 export SOME_LAKE="${SOME_LAKE:-$SOME_ROOT/some-lake}"
-exec "$CARGO_TARGET_DIR/release/some" demo "$@"
+say "running some demo (about 5 min on 2 cores)"
+exec "$CARGO_TARGET_DIR/debug/some" demo "$@"

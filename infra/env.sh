@@ -43,6 +43,20 @@ ensure_build_tools() {
   ensure_apt cmake libclang-dev
 }
 
+# The one build the demo, the tests, the nightly evaluation and `just some`
+# share: the dev profile, with the crates that do heavy arithmetic (the
+# models, compression) optimised in Cargo.toml, binaries and tests
+# together, so whichever command comes first builds every crate for all of
+# them (a plain `cargo build -p some` would resolve other features and
+# compile dependencies again). The binary is $CARGO_TARGET_DIR/debug/some.
+# Release builds are for benchmarks and `infra/local.sh` (our own crates
+# optimised too).
+build_workspace() {
+  ensure_build_tools
+  say "building the workspace, binaries and tests (dev profile, target folder $CARGO_TARGET_DIR; about 12 min cold on 2 cores, seconds when nothing changed)"
+  cargo build --workspace --bins --tests --locked
+}
+
 # The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
 # for the test that `some llm serve` streams to it. Exports SOME_OPENAI_PYTHON.
 ensure_openai_client() {

@@ -5,9 +5,8 @@
 # The first night (no baseline in the lake yet) records the baseline.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
-ensure_build_tools
-cargo build --release --locked -p some
-SOME="$CARGO_TARGET_DIR/release/some"
+build_workspace
+SOME="$CARGO_TARGET_DIR/debug/some"
 export SOME_LAKE="${SOME_LAKE:-$SOME_CACHE/nightly-lake}"
 SAMPLE="${SOME_NIGHTLY_SAMPLE:-3}"
 BASELINE="${SOME_NIGHTLY_BASELINE:-nightly-baseline}"

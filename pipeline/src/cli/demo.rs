@@ -133,7 +133,14 @@ impl Demo {
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;
 
-        step(7, "a small persona-driven simulation through the same endpoint: 6 agents, seeding and two stages of 2 turns");
+        // The personas plan from their sets' own descriptions: enriching
+        // them is the 0.5B model's longest reply (more than its 512 tokens
+        // for most personas, so they would fail and sit out) and would
+        // double the demo's time. `some sim run` enriches by default.
+        step(
+            7,
+            "a small persona-driven simulation through the same endpoint: 6 agents as their persona set describes them, seeding and two stages of 2 turns",
+        );
         let sim = SimRun {
             preset: PresetName::Demo,
             initial: None,
@@ -148,7 +155,7 @@ impl Demo {
             ranker: RankerName::MastodonDigest,
             relevance: RelevanceName::Embedder,
             feed_limit: 3,
-            no_enrich: false,
+            no_enrich: true,
             no_knowledge: false,
             no_reflection: false,
             shard_size: 3,
