@@ -6,5 +6,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
 build_workspace
 export SOME_LAKE="${SOME_LAKE:-$SOME_ROOT/some-lake}"
-say "running some demo (about 5 min on 2 cores)"
+say "running some demo (about 4 min on 2 cores)"
 exec "$CARGO_TARGET_DIR/debug/some" demo "$@"

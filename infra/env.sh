@@ -53,7 +53,7 @@ ensure_build_tools() {
 # optimised too).
 build_workspace() {
   ensure_build_tools
-  say "building the workspace, binaries and tests (dev profile, target folder $CARGO_TARGET_DIR; about 12 min cold on 2 cores, seconds when nothing changed)"
+  say "building the workspace, binaries and tests (dev profile, target folder $CARGO_TARGET_DIR; about 10 min cold on 2 cores, seconds when nothing changed)"
   cargo build --workspace --bins --tests --locked
 }
 
