@@ -55,6 +55,11 @@ build_workspace() {
   ensure_build_tools
   say "building the workspace, binaries and tests (dev profile, target folder $CARGO_TARGET_DIR; about 10 min cold on 2 cores, seconds when nothing changed)"
   cargo build --workspace --bins --tests --locked
+  # The CUDA check's tests (infra/cuda-check.sh --rust): `-p some-jobs
+  # --features cuda` resolves some dependencies' features differently (69
+  # small crates, under a minute), so they are built here too.
+  say "building the CUDA feature's tests of some-jobs"
+  cargo test -p some-jobs --features cuda --locked --lib --test cuda_parity --no-run
 }
 
 # The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
