@@ -44,7 +44,8 @@ impl Bars {
     pub fn new() -> Bars {
         let log = (!std::io::stderr().is_terminal()).then(|| {
             let now = Instant::now();
-            Mutex::new(LogLines { name: String::new(), total: None, done: 0, started: now, last_line: now })
+            // A worker's jobs come with no phase: they count as "done".
+            Mutex::new(LogLines { name: "done".into(), total: None, done: 0, started: now, last_line: now })
         });
         Bars { bar: Mutex::new(None), log }
     }
