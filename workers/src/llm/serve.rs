@@ -265,7 +265,8 @@ mod tests {
     #[tokio::test]
     async fn streams_as_server_sent_events_and_refuses_an_unknown_model() {
         let model = some_jobs::testing::ScriptedModel::new("m", |_| {
-            Ok(some_jobs::chat::ChatResponse { content: "你好".into(), model: "m".into(), ..Default::default() })
+            let usage = some_jobs::chat::Usage { prompt_tokens: 10, completion_tokens: 2, cached_tokens: 6 };
+            Ok(some_jobs::chat::ChatResponse { content: "你好".into(), model: "m".into(), usage, ..Default::default() })
         });
         let served = Served { chat: Arc::new(model), embedder: None };
         let addr = serve(served, "127.0.0.1:0".parse().unwrap(), std::future::pending()).await.unwrap();
@@ -287,6 +288,9 @@ mod tests {
 
         let (status, _, text) = post(addr, json!({"model": "m", "messages": messages})).await;
         assert_eq!(status, 200, "{text}");
+        // The prompt cache's tokens go out as OpenAI's field and the client reads them back.
+        let read = crate::llm::client::read_chat(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!((read.usage.prompt_tokens, read.usage.cached_tokens), (10, 6));
         let (status, _, text) = post(addr, json!({"model": "gpt-4o", "messages": messages})).await;
         assert_eq!(status, 404);
         assert!(text.contains("model_not_found") && text.contains("gpt-4o"), "{text}");
