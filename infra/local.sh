@@ -18,7 +18,7 @@ case "${1:-up}" in
   up)
     ensure_build_tools
     ensure_rabbitmq
-    cargo build --release --locked -p some -p some-s3
+    cargo build --release --locked --workspace --bins
     mkdir -p "$STATE/s3/some"
     "$CARGO_TARGET_DIR/release/some-s3" --port 9000 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$STATE/s3" >"$STATE/s3s.log" 2>&1 &
     echo $! >"$STATE/s3s.pid"
