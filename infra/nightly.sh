@@ -12,7 +12,7 @@ SAMPLE="${SOME_NIGHTLY_SAMPLE:-3}"
 BASELINE="${SOME_NIGHTLY_BASELINE:-nightly-baseline}"
 RUN="nightly-$(date -u +%Y%m%dT%H%M%S)"
 
-"$SOME" models fetch all-minilm-l6-v2 qwen2.5-coder-0.5b-instruct
+"$SOME" models fetch multilingual-e5-small qwen2.5-coder-0.5b-instruct
 # A lake of another schema version cannot be read by this build, and its
 # baseline cannot be compared with: keep it aside and record a new baseline.
 if ! probe=$("$SOME" sql "SELECT 1" 2>&1) && grep -q "schema version" <<<"$probe"; then

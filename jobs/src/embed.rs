@@ -1,6 +1,26 @@
 //! The text embedding interface the retrieval tools use. Implementations
-//! (all-MiniLM-L6-v2 in-process, any OpenAI-compatible embeddings endpoint)
-//! live in `workers`.
+//! (the built-in embedders in-process, any OpenAI-compatible embeddings
+//! endpoint) live in `workers`.
+
+/// The built-in embedder used unless a run names another model: a
+/// multilingual model, since the posts are Chinese (README, "Fidelity").
+pub const DEFAULT_EMBEDDING_MODEL: &str = "multilingual-e5-small";
+
+/// The reference's clustering threshold θ, tuned for its embedder
+/// (Qwen3-Embedding-4B).
+pub const REFERENCE_CLUSTER_THRESHOLD: f32 = 0.5;
+
+/// The clustering threshold for vectors of `model`: measured for the
+/// built-in embedders on the RED windows' reference events
+/// (`workers/benches/embedders.rs`, README "Fidelity"), the reference's
+/// for any other model.
+pub fn cluster_threshold(model: &str) -> f32 {
+    match model {
+        "multilingual-e5-small" => 0.94,
+        "all-minilm-l6-v2" => 0.8,
+        _ => REFERENCE_CLUSTER_THRESHOLD,
+    }
+}
 
 /// What a text is embedded as: retrieval models embed queries and documents
 /// differently (Qwen3-Embedding prefixes queries with an instruction).

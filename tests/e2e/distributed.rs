@@ -237,7 +237,7 @@ fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
     let lake = &dir.path().join("lake").to_str().unwrap().to_string();
     some(lake, &[], &["ingest", "queries", dir.path().join("datasets").to_str().unwrap()]).ok();
     some(lake, &[], &["synth", "--scale", "small"]).ok();
-    some(lake, &[], &["models", "fetch", "all-minilm-l6-v2"]).ok();
+    some(lake, &[], &["models", "fetch", "multilingual-e5-small"]).ok();
     let knowledge = some(lake, &[], &["embed", "knowledge", "--queue", queue]).ok();
     assert!(knowledge.stdout.contains("published 1 embedding jobs"), "{}", knowledge.stdout);
     let posts = some(lake, &[], &["embed", "posts", "--queue", queue]).ok();
@@ -245,7 +245,8 @@ fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
 
     let _worker = Background::start(lake, &[], &["worker", "--kind", "compute", "--queue", queue]);
     let expected = scalar(lake, "SELECT (SELECT count(*) FROM knowledge) + (SELECT count(*) FROM posts) AS n");
-    let embedded = || scalar(lake, "SELECT count(DISTINCT collection || '/' || id) AS n FROM embeddings WHERE model = 'all-minilm-l6-v2'");
+    let embedded =
+        || scalar(lake, "SELECT count(DISTINCT collection || '/' || id) AS n FROM embeddings WHERE model = 'multilingual-e5-small'");
     assert!(wait_until(Duration::from_secs(240), || embedded() == expected), "embedded {} of {expected}", embedded());
     let dims = some(lake, &[], &["sql", "--format", "csv", "SELECT DISTINCT dim FROM embeddings"]).ok().stdout;
     assert_eq!(dims, "dim\n384\n");

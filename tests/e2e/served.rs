@@ -56,16 +56,16 @@ print("streamed", len(chunks), "chunks")
 #[test]
 fn every_task_runs_against_the_built_in_model_served_over_http() {
     let (_dir, lake) = lake_with_world();
-    some(&lake, &[], &["models", "fetch", "smollm2-135m-instruct", "all-minilm-l6-v2"]).ok();
+    some(&lake, &[], &["models", "fetch", "smollm2-135m-instruct", "multilingual-e5-small"]).ok();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let _server = Background::start(&lake, &[], &["llm", "serve", "--model", "smollm2-135m-instruct", "--addr", &addr]);
     assert!(wait_for_port(port, Duration::from_secs(120)), "some llm serve did not listen on {addr}");
 
     let (status, body) = http(port, "GET", "/v1/models", "");
-    assert!(status.contains("200") && body.contains("smollm2-135m-instruct") && body.contains("all-minilm-l6-v2"), "{status} {body}");
+    assert!(status.contains("200") && body.contains("smollm2-135m-instruct") && body.contains("multilingual-e5-small"), "{status} {body}");
     let (status, body) =
-        http(port, "POST", "/v1/embeddings", r#"{"model": "all-minilm-l6-v2", "input": ["北京下雨了", "rain in Beijing"]}"#);
+        http(port, "POST", "/v1/embeddings", r#"{"model": "multilingual-e5-small", "input": ["北京下雨了", "rain in Beijing"]}"#);
     assert!(status.contains("200"), "{status} {body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(v["data"].as_array().map(Vec::len), Some(2));

@@ -261,12 +261,12 @@ fn golden(name: &str, actual: &str) {
 
 #[tokio::test]
 async fn tool_outputs_match_the_golden_transcript() {
-    golden("tools.txt", &transcript(&ToolSettings { embedding_model: MODEL.into(), ..Default::default() }).await);
+    golden("tools.txt", &transcript(&ToolSettings::for_embedding_model(MODEL)).await);
 }
 
 #[tokio::test]
 async fn reference_quirks_reproduce_the_reference() {
-    let settings = ToolSettings { embedding_model: MODEL.into(), reference_quirks: true, ..Default::default() };
+    let settings = ToolSettings { reference_quirks: true, ..ToolSettings::for_embedding_model(MODEL) };
     golden("tools-reference-quirks.txt", &transcript(&settings).await);
 }
 

@@ -27,12 +27,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::prelude::{col, lit};
-use some_jobs::embed::Embedder as _;
 use some_jobs::progress::Progress;
 use some_schemas::{Attempt, EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, QueryId, RunId, episodes};
 use tokio::sync::{Mutex, Semaphore, watch};
 
-use crate::embed::{EmbedPartition, MiniLm, embed_partition};
+use crate::embed::{BuiltinEmbedder, EmbedPartition, embed_partition};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
@@ -93,8 +92,8 @@ pub struct Worker {
     progress: Arc<dyn Progress>,
     /// A simulation runner per run.
     sims: Cache<SimRunner>,
-    /// The built-in embedder, loaded by the first embedding job.
-    embedder: tokio::sync::OnceCell<Arc<MiniLm>>,
+    /// The built-in embedders, each loaded by the first job that names it.
+    embedders: tokio::sync::Mutex<HashMap<String, BuiltinEmbedder>>,
 }
 
 impl Worker {
@@ -107,7 +106,7 @@ impl Worker {
             judges: Cache::new(),
             sims: Cache::new(),
             progress,
-            embedder: tokio::sync::OnceCell::new(),
+            embedders: Default::default(),
         })
     }
 
@@ -226,17 +225,25 @@ impl Worker {
         runner.run_shard(&work, self.progress.as_ref()).await
     }
 
-    /// Embeds one partition with the built-in embedder (loaded once).
+    /// Embeds one partition with the built-in embedder the job names
+    /// (loaded once per model).
     async fn embed(&self, collection: &str, model: &str, partition: &str) -> Result<()> {
         let part = EmbedPartition::parse(partition).map_err(Error::Invalid)?;
         if part.name().split('/').next() != Some(collection) {
             return Err(Error::Invalid(format!("partition {partition} is not of collection {collection}")));
         }
-        let embedder = self.embedder.get_or_try_init(|| async { MiniLm::load_installed().map(Arc::new) }).await?;
-        if embedder.model() != model {
-            return Err(Error::Invalid(format!("this worker embeds with {}, the job asks for {model}", embedder.model())));
-        }
-        embed_partition(&self.lake, embedder.as_ref(), &part, self.progress.as_ref()).await.map(drop)
+        let embedder = {
+            let mut loaded = self.embedders.lock().await;
+            match loaded.get(model) {
+                Some(e) => e.clone(),
+                None => {
+                    let e = BuiltinEmbedder::load(model)?;
+                    loaded.insert(model.to_string(), e.clone());
+                    e
+                }
+            }
+        };
+        embed_partition(&self.lake, &embedder, &part, self.progress.as_ref()).await.map(drop)
     }
 
     async fn run_shard(&self, run_id: &RunId, queries: &[QueryAttempt], redelivered: bool) -> Result<()> {

@@ -44,7 +44,7 @@ pub use folders::{FolderData, Folders};
 pub use spec::{Param, ParamType, ToolSpec, text_protocol_block};
 
 use crate::chat::{ChatModel, Usage};
-use crate::embed::Embedder;
+use crate::embed::{DEFAULT_EMBEDDING_MODEL, Embedder, REFERENCE_CLUSTER_THRESHOLD, cluster_threshold};
 use crate::kernels::Kernels;
 
 pub use data_folder::SPEC as DATA_FOLDER;
@@ -104,6 +104,11 @@ pub struct ToolSettings {
     pub reference_quirks: bool,
     /// The embedding model whose stored vectors clustering and retrieval read.
     pub embedding_model: String,
+    /// `topic_clustering`'s θ, chosen for the embedding model when a run is
+    /// submitted ([`cluster_threshold`]); runs recorded before it was a
+    /// setting used the reference's.
+    #[serde(default = "reference_threshold")]
+    pub cluster_threshold: f32,
     /// Sampling temperature of `topic_summarization`'s model calls (the
     /// reference sets none; `None` keeps the endpoint's default).
     pub summarization_temperature: Option<f32>,
@@ -111,8 +116,24 @@ pub struct ToolSettings {
 
 impl Default for ToolSettings {
     fn default() -> Self {
-        ToolSettings { reference_quirks: false, embedding_model: "all-minilm-l6-v2".into(), summarization_temperature: None }
+        ToolSettings::for_embedding_model(DEFAULT_EMBEDDING_MODEL)
     }
+}
+
+impl ToolSettings {
+    /// The defaults, reading vectors of `model` with its θ.
+    pub fn for_embedding_model(model: &str) -> ToolSettings {
+        ToolSettings {
+            reference_quirks: false,
+            embedding_model: model.into(),
+            cluster_threshold: cluster_threshold(model),
+            summarization_temperature: None,
+        }
+    }
+}
+
+fn reference_threshold() -> f32 {
+    REFERENCE_CLUSTER_THRESHOLD
 }
 
 /// What a tool call works with.

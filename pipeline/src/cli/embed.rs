@@ -6,7 +6,7 @@ use clap::Args;
 use some_schemas::{PostSource, QueueLocation};
 use some_workers::Lake;
 
-use some_workers::embed::{EmbedTarget, MiniLm, embed};
+use some_workers::embed::{BuiltinEmbedder, EmbedTarget, embed};
 
 use super::progress::Bars;
 
@@ -21,6 +21,9 @@ pub struct Embed {
     /// partition for `some worker --kind compute`.
     #[arg(long, env = "SOME_QUEUE", default_value = QueueLocation::MEMORY)]
     pub queue: QueueLocation,
+    /// The built-in embedder.
+    #[arg(long, default_value = some_jobs::embed::DEFAULT_EMBEDDING_MODEL)]
+    pub model: String,
 }
 
 impl Embed {
@@ -34,14 +37,14 @@ impl Embed {
             ),
             other => anyhow::bail!("unknown collection {other:?}: expected posts or knowledge"),
         };
+        BuiltinEmbedder::spec(&self.model)?;
         if let QueueLocation::Amqp(_) = &self.queue {
             let queue = some_workers::queue::open(&self.queue).await?;
-            let jobs =
-                some_workers::coordinator::publish_embedding(queue.as_ref(), lake, &target, some_workers::models::MINILM.name).await?;
+            let jobs = some_workers::coordinator::publish_embedding(queue.as_ref(), lake, &target, &self.model).await?;
             println!("published {jobs} embedding jobs for `some worker --kind compute`");
             return Ok(ExitCode::SUCCESS);
         }
-        let embedder = MiniLm::load_installed()?;
+        let embedder = BuiltinEmbedder::load(&self.model)?;
         let report = embed(lake, &embedder, target, &Bars::new()).await?;
         println!(
             "embedded {} texts ({} already had vectors) in {:.1} s: {:.0} texts/s",

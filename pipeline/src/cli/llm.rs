@@ -20,6 +20,9 @@ pub enum Llm {
 pub struct Serve {
     #[arg(long, default_value = DEFAULT_MODEL)]
     pub model: String,
+    /// The built-in embedder served at /v1/embeddings.
+    #[arg(long, default_value = some_jobs::embed::DEFAULT_EMBEDDING_MODEL)]
+    pub embedding_model: String,
     /// Address to listen on; a bare port binds 127.0.0.1.
     #[arg(long, default_value = "127.0.0.1:8000")]
     pub addr: String,
@@ -37,8 +40,10 @@ pub fn parse_addr(addr: &str) -> anyhow::Result<SocketAddr> {
 impl Llm {
     pub async fn run(self) -> anyhow::Result<ExitCode> {
         let Llm::Serve(cmd) = self;
-        let served =
-            Served { chat: chat_model(&cmd.model, &[], &ClientSettings::default(), cmd.threads)?, embedder: installed_embedder()? };
+        let served = Served {
+            chat: chat_model(&cmd.model, &[], &ClientSettings::default(), cmd.threads)?,
+            embedder: installed_embedder(&cmd.embedding_model)?,
+        };
         let bound = serve(served, parse_addr(&cmd.addr)?, async { tokio::signal::ctrl_c().await.unwrap_or_default() }).await?;
         // Scripts wait for this line.
         println!("serving {} at http://{bound}/v1", cmd.model);

@@ -27,7 +27,8 @@ pub struct Mcp {
 
 impl Mcp {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        let embedder = installed_embedder()?;
+        let settings = ToolSettings { reference_quirks: self.reference_quirks, ..Default::default() };
+        let embedder = installed_embedder(&settings.embedding_model)?;
         let selected = select_kernels(self.kernels).map_err(anyhow::Error::msg)?;
         // Once per process: a warning where a GPU build finds no GPU.
         match &selected.note {
@@ -35,13 +36,7 @@ impl Mcp {
             Some(note) => tracing::info!("{note}"),
             None => tracing::info!("kernels: {}", selected.kernels.name()),
         }
-        let world = McpWorld {
-            backend: LakeBackend::new(lake.clone())?,
-            kernels: selected.kernels,
-            embedder,
-            chat: None,
-            settings: ToolSettings { reference_quirks: self.reference_quirks, ..Default::default() },
-        };
+        let world = McpWorld { backend: LakeBackend::new(lake.clone())?, kernels: selected.kernels, embedder, chat: None, settings };
         let server = SomeMcp::new(world);
         match self.http {
             None => server.serve_stdio().await?,

@@ -11,6 +11,7 @@ use some_jobs::tools::ToolSettings;
 use some_schemas::{JobKind, PRIMARY_JUDGING, QueryAttempt, QueueLocation, RunEvent, RunId, Task};
 use some_workers::Lake;
 use some_workers::coordinator;
+use some_workers::embed::BuiltinEmbedder;
 use some_workers::runs::{self, RunSpec, progress};
 use some_workers::world::read_queries;
 
@@ -40,9 +41,14 @@ pub struct Run {
     #[command(flatten)]
     pub judge: JudgeFlags,
     /// The embedding model whose stored vectors clustering and retrieval
-    /// read, and which embeds retrieval queries.
-    #[arg(long, default_value = "all-minilm-l6-v2")]
+    /// read, and which embeds retrieval queries: a built-in embedder, or
+    /// any model with --embedding-endpoint.
+    #[arg(long, default_value = some_jobs::embed::DEFAULT_EMBEDDING_MODEL)]
     pub embedding_model: String,
+    /// topic_clustering's θ (default: the one measured for the built-in
+    /// embedder, the reference's 0.5 for any other model).
+    #[arg(long)]
+    pub cluster_threshold: Option<f32>,
     /// OpenAI-compatible endpoints of the embedding model, repeatable (e.g.
     /// vLLM serving Qwen3-Embedding-4B, whose query instruction is then
     /// applied); none embeds queries with the built-in embedder.
@@ -96,12 +102,15 @@ impl Run {
         if planned.is_empty() {
             anyhow::bail!("no query of the tasks {:?} is in the lake", self.tasks);
         }
-        let builtin_embedder = some_jobs::tools::ToolSettings::default().embedding_model;
-        if self.embedding_endpoints.is_empty() && self.embedding_model != builtin_embedder {
-            anyhow::bail!(
-                "--embedding-model {} needs --embedding-endpoint URL: without one, queries are embedded by the built-in {builtin_embedder}",
-                self.embedding_model
-            );
+        if self.embedding_endpoints.is_empty() {
+            BuiltinEmbedder::spec(&self.embedding_model)
+                .map_err(|e| anyhow::anyhow!("--embedding-model: {e} (or give --embedding-endpoint URL for a served model)"))?;
+        }
+        let mut tools = ToolSettings::for_embedding_model(&self.embedding_model);
+        tools.reference_quirks = self.reference_quirks;
+        if let Some(theta) = self.cluster_threshold {
+            anyhow::ensure!((-1.0..=1.0).contains(&theta), "--cluster-threshold {theta}: a cosine threshold lies in [-1, 1]");
+            tools.cluster_threshold = theta;
         }
         let (judge_model, judge_endpoints) = self.judge.judge(&self.model, &self.endpoints);
         Ok(RunSpec {
@@ -121,11 +130,7 @@ impl Run {
                 failing_tools: self.failing_tools,
                 prompts: self.judge.prompts()?.0,
             },
-            tools: ToolSettings {
-                reference_quirks: self.reference_quirks,
-                embedding_model: self.embedding_model.clone(),
-                ..Default::default()
-            },
+            tools,
             judge: self.judge.settings()?,
             queries: planned,
             shard_size: self.shard_size.max(1),

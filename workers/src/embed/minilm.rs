@@ -11,7 +11,7 @@ use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
 use crate::error::{Error, Result};
-use crate::models::{MINILM, require};
+use crate::models::MINILM;
 
 /// sentence-transformers' `max_seq_length` for this model.
 const MAX_TOKENS: usize = 256;
@@ -34,11 +34,6 @@ fn load_err(e: impl std::fmt::Display) -> Error {
 }
 
 impl MiniLm {
-    /// Loads the installed model (`some models fetch all-minilm-l6-v2`).
-    pub fn load_installed() -> Result<MiniLm> {
-        MiniLm::load(&require(&MINILM)?)
-    }
-
     pub fn load(dir: &Path) -> Result<MiniLm> {
         let config: Config = serde_json::from_slice(&std::fs::read(dir.join("config.json")).map_err(load_err)?).map_err(load_err)?;
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json")).map_err(load_err)?;

@@ -7,9 +7,9 @@ use some_jobs::chat::ChatModel;
 use some_jobs::embed::Embedder;
 
 use super::{ClientSettings, Endpoint, LocalModel, OpenAiClient, OpenAiEmbedder};
-use crate::embed::MiniLm;
+use crate::embed::BuiltinEmbedder;
 use crate::error::{Error, Result};
-use crate::models::{MINILM, ModelKind, ModelSpec, installed, model};
+use crate::models::{ModelKind, ModelSpec, model};
 
 /// A chat model: `endpoints` empty means the built-in model `name`, run in
 /// this process on `threads` CPU threads.
@@ -47,10 +47,10 @@ pub const QWEN3_QUERY_INSTRUCTION: &str = "Instruct: Given a web search query, r
 
 /// The embedder that embeds retrieval queries: the model `name` at
 /// `endpoints` (OpenAI-compatible; a Qwen3-Embedding model gets its query
-/// instruction), or the built-in embedder when no endpoint is given.
+/// instruction), or the built-in embedder `name` when no endpoint is given.
 pub fn embedder(name: &str, endpoints: &[String], settings: &ClientSettings) -> Result<Option<Arc<dyn Embedder>>> {
     if endpoints.is_empty() {
-        return installed_embedder();
+        return installed_embedder(name);
     }
     let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
     let client = OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Invalid(e.to_string()))?;
@@ -61,16 +61,15 @@ pub fn embedder(name: &str, endpoints: &[String], settings: &ClientSettings) -> 
     Ok(Some(Arc::new(embedder)))
 }
 
-/// The built-in embedder if it is installed. Without it the tools that
-/// need embeddings answer with an error the model can read; the rest work.
-pub fn installed_embedder() -> Result<Option<Arc<dyn Embedder>>> {
-    match installed(&MINILM) {
-        Some(dir) => Ok(Some(Arc::new(MiniLm::load(&dir)?))),
-        None => {
-            tracing::warn!("{} is not installed: retrieval and clustering tools will report it", MINILM.name);
-            Ok(None)
-        }
+/// The built-in embedder `name` if it is installed. Without it the tools
+/// that need embeddings answer with an error the model can read; the rest
+/// work.
+pub fn installed_embedder(name: &str) -> Result<Option<Arc<dyn Embedder>>> {
+    let loaded = BuiltinEmbedder::load_if_installed(name)?;
+    if loaded.is_none() {
+        tracing::warn!("{name} is not installed: retrieval and clustering tools will report it");
     }
+    Ok(loaded.map(|e| Arc::new(e) as Arc<dyn Embedder>))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! - `POST /v1/chat/completions` (tools accepted; `"stream": true` answers
 //!   with server-sent events as the OpenAI API does, the whole reply in one
 //!   content chunk: the built-in models do not hand out tokens as they go)
-//! - `POST /v1/embeddings` (all-MiniLM-L6-v2)
+//! - `POST /v1/embeddings` (the built-in embedder)
 //! - `GET /v1/models`
 //!
 //! A request naming a model this server does not serve gets 404, as the

@@ -5,4 +5,4 @@ pub mod fetch;
 pub mod registry;
 
 pub use fetch::{fetch, installed, models_dir, require};
-pub use registry::{MINILM, MODELS, ModelKind, ModelSpec, QWEN_05B, SMOLLM2, model};
+pub use registry::{E5_SMALL, MINILM, MODELS, ModelKind, ModelSpec, QWEN_05B, SMOLLM2, model};

@@ -50,7 +50,7 @@ pub async fn sim_report(
         turns: &turns,
         preset: &spec.preset,
     };
-    let embedder = if embedder { installed_embedder()? } else { None };
+    let embedder = if embedder { installed_embedder(&spec.embedding_model)? } else { None };
     let judge_model = judge.map(|j| chat_model(&j.model, &j.endpoints, client, threads)).transpose()?;
     let judge = judge.zip(judge_model.as_ref()).map(|(j, model)| Judge { model: model.as_ref(), sample: j.sample });
     report::build(input, embedder.as_deref(), judge).await.map_err(|e| match e {

@@ -110,6 +110,10 @@ pub struct SimSpec {
     pub feed: FeedSettings,
     pub ranker: FeedRanker,
     pub relevance: RelevanceSource,
+    /// The built-in embedder of `RelevanceSource::Embedder` and the report's
+    /// similarities; runs recorded before it was a setting used MiniLM.
+    #[serde(default = "minilm")]
+    pub embedding_model: String,
     /// Enrich each persona into the paper's fields before planning.
     pub enrich: bool,
     /// Retrieve knowledge from the lake's `knowledge` table when writing posts.
@@ -134,12 +138,17 @@ impl SimSpec {
             feed: FeedSettings::default(),
             ranker: FeedRanker::MastodonDigest(MastodonDigest::default()),
             relevance: RelevanceSource::Embedder,
+            embedding_model: some_jobs::embed::DEFAULT_EMBEDDING_MODEL.into(),
             enrich: true,
             knowledge: true,
             shard_size: 50,
             concurrency: 8,
         }
     }
+}
+
+fn minilm() -> String {
+    crate::models::MINILM.name.into()
 }
 
 /// A simulation run as recorded.

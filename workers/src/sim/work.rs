@@ -44,8 +44,8 @@ impl SimRunner {
         let model = chat_model(&spec.model, &spec.endpoints, client, threads)?;
         let embedder = match spec.relevance {
             RelevanceSource::Tfidf => None,
-            RelevanceSource::Embedder => Some(installed_embedder()?.ok_or_else(|| {
-                Error::Invalid("the run ranks persona items with the built-in embedder, which is not installed here: run `some models fetch`, or start the run with --relevance tfidf".into())
+            RelevanceSource::Embedder => Some(installed_embedder(&spec.embedding_model)?.ok_or_else(|| {
+                Error::Invalid(format!("the run ranks persona items with the built-in embedder {0}, which is not installed here: run `some models fetch {0}`, or start the run with --relevance tfidf", spec.embedding_model))
             })?),
         };
         let knowledge = if spec.knowledge {
