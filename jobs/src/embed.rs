@@ -10,16 +10,16 @@ pub const DEFAULT_EMBEDDING_MODEL: &str = "multilingual-e5-small";
 /// (Qwen3-Embedding-4B).
 pub const REFERENCE_CLUSTER_THRESHOLD: f32 = 0.5;
 
-/// The clustering threshold for vectors of `model`: measured for the
-/// built-in embedders on the RED windows' reference events
-/// (`workers/benches/embedders.rs`, README "Fidelity"), the reference's
-/// for any other model.
+/// The clustering threshold of each built-in embedder, measured on the RED
+/// windows' reference events (`workers/benches/embedders.rs`, README
+/// "Fidelity"). A test in `workers` checks it lists exactly the built-in
+/// embedders.
+pub const MEASURED_CLUSTER_THRESHOLDS: &[(&str, f32)] = &[("multilingual-e5-small", 0.94), ("all-minilm-l6-v2", 0.80)];
+
+/// The clustering threshold for vectors of `model`: its measured one, the
+/// reference's for any other model.
 pub fn cluster_threshold(model: &str) -> f32 {
-    match model {
-        "multilingual-e5-small" => 0.94,
-        "all-minilm-l6-v2" => 0.8,
-        _ => REFERENCE_CLUSTER_THRESHOLD,
-    }
+    MEASURED_CLUSTER_THRESHOLDS.iter().find(|(m, _)| *m == model).map_or(REFERENCE_CLUSTER_THRESHOLD, |(_, theta)| *theta)
 }
 
 /// What a text is embedded as: retrieval models embed queries and documents

@@ -72,6 +72,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_built_in_embedder_has_a_measured_clustering_threshold_and_no_other_model_does() {
+        let mut embedders: Vec<&str> = crate::models::MODELS.iter().filter(|m| m.kind == ModelKind::Embedding).map(|m| m.name).collect();
+        let mut measured: Vec<&str> = some_jobs::embed::MEASURED_CLUSTER_THRESHOLDS.iter().map(|(m, _)| *m).collect();
+        embedders.sort();
+        measured.sort();
+        assert_eq!(embedders, measured);
+    }
+
+    #[test]
     fn the_default_embedding_model_is_a_built_in_embedder() {
         let spec = BuiltinEmbedder::spec(some_jobs::embed::DEFAULT_EMBEDDING_MODEL).unwrap();
         assert_eq!(spec.kind, ModelKind::Embedding);

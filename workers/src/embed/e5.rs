@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{Device, Module, Tensor};
 use candle_nn::{LayerNorm, Linear};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 
@@ -38,8 +38,9 @@ struct Model {
     max_positions: usize,
     /// The file's bytes: the 4-bit word embeddings are read from here.
     bytes: Vec<u8>,
-    /// (offset, rows) of the word embeddings in `bytes`.
-    words: (usize, usize),
+    /// Where the word embeddings start in `bytes` (one row per piece id;
+    /// parsing checked that every id has one).
+    words: usize,
     positions: Tensor,
     token_type: Tensor,
     embedding_norm: LayerNorm,
@@ -142,8 +143,9 @@ impl<'a> Reader<'a> {
     fn f32(&mut self) -> Parse<f32> {
         Ok(f32::from_le_bytes(self.array()?))
     }
-    /// A count or size: non-negative and bounded by the file.
-    fn len(&mut self, what: &str) -> Parse<usize> {
+    /// A count or a size: bounded by the file, so a corrupt one cannot
+    /// make us allocate more than the file holds.
+    fn size(&mut self, what: &str) -> Parse<usize> {
         let v = self.u32()? as usize;
         if v > self.bytes.len() {
             return Err(format!("{what} = {v} is larger than the file"));
@@ -177,21 +179,21 @@ impl Model {
         if version != 1 {
             return Err(format!("format version {version}, this reader knows 1"));
         }
-        let hidden = r.len("hidden size")?;
-        let layers = r.len("layers")?;
-        let heads = r.len("heads")?;
-        let ffn = r.len("intermediate size")?;
-        let vocab = r.len("vocabulary")?;
-        let max_positions = r.len("positions")?;
-        let type_vocab = r.len("token types")?;
+        let hidden = r.size("hidden size")?;
+        let layers = r.size("layers")?;
+        let heads = r.size("heads")?;
+        let ffn = r.size("intermediate size")?;
+        let vocab = r.size("vocabulary")?;
+        let max_positions = r.size("positions")?;
+        let type_vocab = r.size("token types")?;
         let eps = r.f32()? as f64;
-        let block = r.len("block size")?;
+        let block = r.size("block size")?;
         if block != QK || hidden % QK != 0 || ffn % QK != 0 || heads == 0 || hidden % heads != 0 {
             return Err(format!("unsupported shape: hidden {hidden}, intermediate {ffn}, heads {heads}, Q4 block {block}"));
         }
         let tokenizer = Unigram::read(&mut r)?;
         let mut dir = HashMap::new();
-        for _ in 0..r.len("tensors")? {
+        for _ in 0..r.size("tensors")? {
             let name_len = r.u16()? as usize;
             let name = String::from_utf8_lossy(r.take(name_len)?).into_owned();
             let dtype = match r.u8()? {
@@ -242,7 +244,7 @@ impl Model {
         if tokenizer.pieces.len() > vocab {
             return Err(format!("{} tokenizer pieces for {vocab} embedding rows", tokenizer.pieces.len()));
         }
-        let words = (words.offset, vocab);
+        let words = words.offset;
         let positions = tensor("emb.pos", &[max_positions, hidden])?;
         // Every token is of type 0.
         let token_type = tensor("emb.type", &[type_vocab, hidden])?.get(0).map_err(|e| e.to_string())?;
@@ -315,12 +317,12 @@ impl Model {
         let len = segments.iter().map(|s| s.len() + 2).max().unwrap_or(2);
         let mut x = vec![0f32; n * len * h];
         let mut mask = vec![0f32; n * len];
-        let word_rows = &self.bytes[self.words.0..];
+        let word_rows = &self.bytes[self.words..];
         let row_bytes = h / QK * BLOCK_BYTES;
         for (b, segment) in segments.iter().enumerate() {
             let ids = std::iter::once(self.tokenizer.bos).chain(segment.iter().copied()).chain(std::iter::once(self.tokenizer.eos));
             for (t, id) in ids.enumerate() {
-                let id = (id as usize).min(self.words.1 - 1);
+                let id = id as usize;
                 let row = &word_rows[id * row_bytes..(id + 1) * row_bytes];
                 dequantize(row, &mut x[(b * len + t) * h..(b * len + t + 1) * h]);
                 mask[b * len + t] = 1.0;
@@ -347,7 +349,7 @@ impl Model {
         }
         let mask = mask.unsqueeze(2)?;
         let summed = x.broadcast_mul(&mask)?.sum(1)?;
-        summed.broadcast_div(&mask.sum(1)?)?.to_dtype(DType::F32)?.to_vec2()
+        summed.broadcast_div(&mask.sum(1)?)?.to_vec2()
     }
 }
 
@@ -381,7 +383,7 @@ struct Unigram {
 
 impl Unigram {
     fn read(r: &mut Reader<'_>) -> Parse<Unigram> {
-        let n = r.len("pieces")?;
+        let n = r.size("pieces")?;
         let (bos, eos, pad, unk) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         let blob_len = r.u64()? as usize;
         let offsets = r.u32s(n + 1)?;
@@ -401,8 +403,8 @@ impl Unigram {
         let longest_piece = pieces.keys().map(|p| p.chars().count()).max().unwrap_or(1);
         // SentencePiece scores an unknown character below every piece.
         let unknown_score = scores.iter().copied().fold(f32::INFINITY, f32::min) - 10.0;
-        let entries = r.len("normalisation entries")?;
-        let table_bytes = r.len("normalisation bytes")?;
+        let entries = r.size("normalisation entries")?;
+        let table_bytes = r.size("normalisation bytes")?;
         let mut table = Reader { bytes: r.take(table_bytes)?, at: 0 };
         let mut normalise = HashMap::with_capacity(entries);
         let char_of = |cp: u32| char::from_u32(cp).ok_or_else(|| format!("normalisation table holds {cp:#x}, not a character"));

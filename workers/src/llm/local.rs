@@ -242,7 +242,6 @@ impl LocalModel {
     }
 }
 
-/// A native-protocol conversation, for templates that know only text.
 /// How many leading tokens two sequences share.
 fn shared_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -268,6 +267,7 @@ fn choose_slot<'a, T: PartialEq + 'a>(slots: impl IntoIterator<Item = (&'a [T], 
         .unwrap_or(0)
 }
 
+/// A native-protocol conversation, for templates that know only text.
 fn with_native_calls(m: &Message) -> String {
     let mut text = m.content.clone();
     for c in &m.tool_calls {

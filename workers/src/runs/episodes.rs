@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use futures::StreamExt;
