@@ -23,7 +23,7 @@ case "${1:-up}" in
     "$CARGO_TARGET_DIR/release/some-s3" --port 9000 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$STATE/s3" >"$STATE/s3s.log" 2>&1 &
     echo $! >"$STATE/s3s.pid"
     for i in $(seq 1 "${2:-2}"); do
-      "$CARGO_TARGET_DIR/release/some" worker --kind llm >"$STATE/worker-$i.log" 2>&1 &
+      "$CARGO_TARGET_DIR/release/some" worker --kind llm --remote-kernels >"$STATE/worker-$i.log" 2>&1 &
       echo $! >"$STATE/worker-$i.pid"
     done
     "$CARGO_TARGET_DIR/release/some" worker --kind compute >"$STATE/compute.log" 2>&1 &

@@ -37,7 +37,7 @@ fn replay(settings: &ToolSettings) -> Vec<Call> {
     rt.block_on(async {
         let lake = Lake::open(&LakeLocation::Local(lake_path.into())).await.unwrap();
         let backend = LakeBackend::new(lake).unwrap();
-        let kernels = CpuKernels::new(2);
+        let kernels = std::sync::Arc::new(CpuKernels::new(2));
         let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: None, settings };
         let mut out = Vec::new();
         for (s, line) in sessions.lines().enumerate() {

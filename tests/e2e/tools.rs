@@ -6,14 +6,17 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatResponse, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::kernels::CpuKernels;
 use some_jobs::testing::ScriptedModel;
-use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
+use some_jobs::tools::{ALL_TOOLS, Folders, KernelService, SearchCorpus, ToolContext, ToolSettings, WorldBackend, call_tool};
 use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Timestamp, UserRow, buckets};
+use some_tests::{BROKER, Vhost};
+use some_workers::compute::{KernelServer, RemoteKernels};
 use some_workers::world::LakeBackend;
 use some_workers::{Lake, LakeLocation};
 
@@ -220,10 +223,14 @@ fn script() -> Vec<(&'static str, Value)> {
 
 async fn transcript(settings: &ToolSettings) -> String {
     let (_dir, lake) = lake_with_world().await;
-    let backend = LakeBackend::new(lake).unwrap();
-    let kernels = CpuKernels::new(2);
+    transcript_on(&lake, settings, &Arc::new(CpuKernels::new(2))).await
+}
+
+/// The script's calls on `lake` with `kernels`, as text.
+async fn transcript_on(lake: &Lake, settings: &ToolSettings, kernels: &dyn KernelService) -> String {
+    let backend = LakeBackend::new(lake.clone()).unwrap();
     let summarizer = scripted_summarizer();
-    let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: Some(&KeywordEmbedder), chat: Some(&summarizer), settings };
+    let ctx = ToolContext { backend: &backend, kernels, embedder: Some(&KeywordEmbedder), chat: Some(&summarizer), settings };
     let mut folders = Folders::default();
     let mut out = String::new();
     for (i, (tool, args)) in script().into_iter().enumerate() {
@@ -268,6 +275,76 @@ async fn tool_outputs_match_the_golden_transcript() {
 async fn reference_quirks_reproduce_the_reference() {
     let settings = ToolSettings { reference_quirks: true, ..ToolSettings::for_embedding_model(MODEL) };
     golden("tools-reference-quirks.txt", &transcript(&settings).await);
+}
+
+/// Every tool call gives the same text when a compute worker serves the
+/// kernels over RabbitMQ (knowledge kept resident, searches batched) as
+/// with the kernels of this process, errors included.
+#[test]
+fn compute_workers_answer_every_tool_call_as_the_local_kernels_do() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    with_runtime(async {
+        let vhost = Vhost::create();
+        let (_dir, lake) = lake_with_world().await;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let server = KernelServer::new(lake.clone(), Arc::new(CpuKernels::new(2)));
+        let url = vhost.url();
+        let serving = tokio::spawn(async move { server.serve(&url, stopped).await });
+        let remote = RemoteKernels::connect(&vhost.url()).await.unwrap();
+        for settings in
+            [ToolSettings::for_embedding_model(MODEL), ToolSettings { reference_quirks: true, ..ToolSettings::for_embedding_model(MODEL) }]
+        {
+            let local = transcript_on(&lake, &settings, &Arc::new(CpuKernels::new(2))).await;
+            assert_eq!(transcript_on(&lake, &settings, &remote).await, local);
+        }
+
+        // Concurrent retrievals (one batch on the worker) each get their own hits.
+        let index = LakeBackend::new(lake.clone()).unwrap().knowledge(MODEL).await.unwrap();
+        let corpus = SearchCorpus::Knowledge { model: MODEL, index: &index };
+        let queries: Vec<Vec<f32>> = ["traffic", "wildfire", "火锅", "其他"].iter().map(|t| vector(t)).collect();
+        let local = Arc::new(CpuKernels::new(1));
+        let remote_hits = futures::future::join_all(queries.iter().enumerate().map(|(i, q)| remote.top_k(corpus, q, 1 + i))).await;
+        for (i, (q, hits)) in queries.iter().zip(remote_hits).enumerate() {
+            assert_eq!(hits.unwrap(), local.top_k(corpus, q, 1 + i).await.unwrap(), "query {i}");
+        }
+
+        // A knowledge base the worker's lake does not hold is a clear error, not an answer.
+        let other = some_jobs::tools::KnowledgeIndex { docs: index.docs[..1].to_vec(), ..(*index).clone() };
+        let stale = SearchCorpus::Knowledge { model: MODEL, index: &other };
+        let err = remote.top_k(stale, &queries[0], 1).await.unwrap_err().to_string();
+        assert!(err.contains("do both read the same lake?"), "{err}");
+        let _ = stop.send(true);
+        serving.await.unwrap();
+    });
+}
+
+/// A request sent while no compute worker runs waits in the queue and is
+/// answered by the first one to start.
+#[test]
+fn a_request_waits_for_a_compute_worker() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    with_runtime(async {
+        let vhost = Vhost::create();
+        let (_dir, lake) = lake_with_world().await;
+        let remote = RemoteKernels::connect(&vhost.url()).await.unwrap();
+        let vectors: Vec<f32> = ["地铁", "交通", "下雨", "火锅"].iter().flat_map(|t| vector(t)).collect();
+        let asked = tokio::spawn(async move { remote.single_pass_cluster(&vectors, 4, 0.5).await });
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert!(!asked.is_finished(), "answered with no compute worker running");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let server = KernelServer::new(lake, Arc::new(CpuKernels::new(1)));
+        let url = vhost.url();
+        let serving = tokio::spawn(async move { server.serve(&url, stopped).await });
+        assert_eq!(asked.await.unwrap().unwrap(), vec![1, 1, 2, 3]);
+        let _ = stop.send(true);
+        serving.await.unwrap();
+    });
+}
+
+/// Runs a test's body on a runtime of its own: the broker lock is a plain
+/// lock, held by the test's thread, not across the body's await points.
+fn with_runtime(body: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(body)
 }
 
 #[test]

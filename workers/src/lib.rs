@@ -8,6 +8,8 @@
 //!   the built-in chat models in-process, and serving them over HTTP;
 //! - [`models`]: the built-in models' files (which, from where, installed);
 //! - [`embed`]: the built-in embedder and storing vectors in the lake;
+//! - [`compute`]: compute workers serving the tools' kernels to LLM
+//!   workers over the broker;
 //! - [`world`]: filling the lake with queries and worlds, checking it, and
 //!   reading it for the tools; [`mcp`] serves the tools over MCP.
 //!
@@ -22,6 +24,7 @@
 //! Every fallible call returns the one [`Error`], which says whether trying
 //! again may help.
 
+pub mod compute;
 pub mod coordinator;
 pub mod embed;
 pub mod error;

@@ -114,7 +114,7 @@ impl ServerHandler for SomeMcp {
         let world = &self.world;
         let ctx = ToolContext {
             backend: &world.backend,
-            kernels: world.kernels.as_ref(),
+            kernels: &world.kernels,
             embedder: world.embedder.as_deref(),
             chat: world.chat.as_deref(),
             settings: &world.settings,

@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::prelude::{col, lit};
+use some_jobs::kernels::CpuKernels;
 use some_jobs::progress::Progress;
+use some_jobs::tools::KernelService;
 use some_schemas::{Attempt, EpisodeRow, Job, JobKind, JobMessage, QueryAttempt, QueryId, RunId, episodes};
 use tokio::sync::{Mutex, Semaphore, watch};
 
@@ -94,10 +96,23 @@ pub struct Worker {
     sims: Cache<SimRunner>,
     /// The built-in embedders, each loaded by the first job that names it.
     embedders: tokio::sync::Mutex<HashMap<String, BuiltinEmbedder>>,
+    /// The tools' similarity and clustering: this process's CPU kernels
+    /// unless [`Worker::with_kernels`] names others (compute workers').
+    kernels: Arc<dyn KernelService>,
 }
 
 impl Worker {
     pub fn new(lake: Lake, queue: Arc<dyn Queue>, config: WorkerConfig, progress: Arc<dyn Progress>) -> Arc<Worker> {
+        Worker::with_kernels(lake, queue, config, progress, Arc::new(Arc::new(CpuKernels::default())))
+    }
+
+    pub fn with_kernels(
+        lake: Lake,
+        queue: Arc<dyn Queue>,
+        config: WorkerConfig,
+        progress: Arc<dyn Progress>,
+        kernels: Arc<dyn KernelService>,
+    ) -> Arc<Worker> {
         Arc::new(Worker {
             lake,
             queue,
@@ -107,6 +122,7 @@ impl Worker {
             sims: Cache::new(),
             progress,
             embedders: Default::default(),
+            kernels,
         })
     }
 
@@ -222,7 +238,7 @@ impl Worker {
             .get_or_build(run_id.to_string(), SimRunner::for_spec(&self.lake, &record.spec, &self.config.client, self.config.threads))
             .await
             .map_err(|e| e.context(format!("cannot set up simulation {run_id}")))?;
-        runner.run_shard(&work, self.progress.as_ref()).await
+        runner.run_shard(work, self.progress.as_ref()).await
     }
 
     /// Embeds one partition with the built-in embedder the job names
@@ -257,7 +273,7 @@ impl Worker {
         let runner = self
             .runners
             .get_or_build(key, async {
-                let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads).await?;
+                let runner = Runner::for_spec(&self.lake, &spec, &self.config.client, self.config.threads, self.kernels.clone()).await?;
                 Ok((runner, spec.clone()))
             })
             .await

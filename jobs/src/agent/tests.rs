@@ -52,7 +52,7 @@ const POST: &str = r#"{"内容": "演唱会门票开售"}"#;
 
 async fn run(model: &ScriptedModel, settings: AgentSettings, tool_settings: ToolSettings, post: Option<&str>) -> Episode {
     let backend = world();
-    let kernels = CpuKernels::new(1);
+    let kernels = std::sync::Arc::new(CpuKernels::new(1));
     let tools = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: Some(model), settings: &tool_settings };
     let ctx = EpisodeContext { model, tools, settings: &settings };
     run_episode(&ctx, &mcr_query(), post, &mut Folders::default()).await.expect("the in-memory world always reads")
@@ -191,7 +191,7 @@ impl crate::tools::WorldBackend for Unreadable {
 fn a_world_that_cannot_be_read_fails_the_episode_and_the_model_never_reads_the_outage() {
     let model = scripted(vec![say(r#"<tool_call>{"name": "user_search", "arguments": {"uid": "1001"}}</tool_call>"#), say("是")]);
     let (settings, tool_settings) = (AgentSettings::default(), ToolSettings::default());
-    let kernels = CpuKernels::new(1);
+    let kernels = std::sync::Arc::new(CpuKernels::new(1));
     let tools = ToolContext { backend: &Unreadable, kernels: &kernels, embedder: None, chat: Some(&model), settings: &tool_settings };
     let ctx = EpisodeContext { model: &model, tools, settings: &settings };
     let failed = block_on(run_episode(&ctx, &mcr_query(), Some(POST), &mut Folders::default()));

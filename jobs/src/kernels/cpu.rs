@@ -35,10 +35,11 @@ mod tests;
 mod tests_cluster;
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use self::dot::{Isa, Pack};
 use self::select::Selector;
-use super::{Corpus, Hit, Kernels, Matrix};
+use super::{Corpus, Hit, HostCorpus, Kernels, Matrix, ResidentCorpus};
 
 /// Multiply-adds below which a call runs on one thread: starting a thread
 /// costs about as much as this much arithmetic.
@@ -153,5 +154,9 @@ impl Kernels for CpuKernels {
 
     fn single_pass_cluster(&self, vectors: Matrix<'_>, theta: f32) -> Vec<u32> {
         cluster::single_pass_cluster(self.isa, self.threads, self.parallel_work, vectors, theta)
+    }
+
+    fn keep(self: Arc<Self>, vectors: Vec<f32>, dim: usize) -> Arc<dyn ResidentCorpus> {
+        Arc::new(HostCorpus::new(self, vectors, dim))
     }
 }

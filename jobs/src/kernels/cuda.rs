@@ -35,7 +35,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
 pub use self::topk::DeviceCorpus;
-use super::{Corpus, CpuKernels, Hit, Kernels, Matrix};
+use super::{Corpus, CpuKernels, Hit, HostCorpus, Kernels, Matrix, ResidentCorpus};
 
 /// The device code every module starts with: the canonical dot product.
 pub const CANONICAL_SOURCE: &str = include_str!("cuda/canonical.cuh");
@@ -258,5 +258,46 @@ impl Kernels for CudaKernels {
     fn single_pass_cluster(&self, vectors: Matrix<'_>, theta: f32) -> Vec<u32> {
         let result = cluster::single_pass(self, vectors, theta);
         self.fall_back(result, || self.cpu.single_pass_cluster(vectors, theta))
+    }
+
+    /// Uploads the vectors once. A host copy stays for what the device
+    /// cannot answer (`k` past [`topk::MAX_K`], a device error).
+    fn keep(self: Arc<Self>, vectors: Vec<f32>, dim: usize) -> Arc<dyn ResidentCorpus> {
+        let host = HostCorpus::new(Arc::new(self.cpu.clone()), vectors, dim);
+        let device = match host.rows() {
+            0 => None,
+            _ => {
+                let uploaded = DeviceCorpus::upload(&self, &host.corpus());
+                self.fall_back(uploaded.map(Some), || None)
+            }
+        };
+        Arc::new(KeptOnDevice { kernels: self, device, host })
+    }
+}
+
+/// A [`ResidentCorpus`] in device memory.
+struct KeptOnDevice {
+    kernels: Arc<CudaKernels>,
+    device: Option<DeviceCorpus>,
+    host: HostCorpus<CpuKernels>,
+}
+
+impl ResidentCorpus for KeptOnDevice {
+    fn rows(&self) -> usize {
+        self.host.rows()
+    }
+
+    fn dim(&self) -> usize {
+        self.host.dim()
+    }
+
+    fn top_k(&self, queries: Matrix<'_>, k: usize) -> Vec<Vec<Hit>> {
+        match &self.device {
+            Some(device) if (1..=topk::MAX_K).contains(&k) && queries.rows() > 0 => {
+                let result = self.kernels.search(queries, device, k);
+                self.kernels.fall_back(result, || self.host.top_k(queries, k))
+            }
+            _ => self.host.top_k(queries, k),
+        }
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! Vectors are row-major matrices of f32 or f16 ([`Matrix`]); f16 storage
 //! is accumulated in f32. A [`Corpus`] is built once per collection (it
-//! holds the rows' inverse norms) and searched many times.
+//! holds the rows' inverse norms) and searched many times; a
+//! [`ResidentCorpus`] owns its vectors where the kernels compute (device
+//! memory for a GPU), for a compute worker that serves many searches.
 //!
 //! - [`choice`]: `--kernels cpu|cuda|auto`.
 //! - [`graph`]: the threshold-graph clustering, a parallel approximation of
@@ -19,6 +21,8 @@ mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod graph;
+
+use std::sync::Arc;
 
 pub use choice::{BUILT_WITH_CUDA, KernelChoice, Selected, select_kernels};
 pub use cpu::CpuKernels;
@@ -86,4 +90,51 @@ pub trait Kernels: Send + Sync {
     /// starts a new cluster. Returns each vector's cluster id, 1, 2, 3... in
     /// creation order.
     fn single_pass_cluster(&self, vectors: Matrix<'_>, theta: f32) -> Vec<u32>;
+
+    /// Keeps `vectors` (`dim` values a row) for many searches: the GPU
+    /// kernels copy them to the device once, so a search moves only the
+    /// queries and the hits.
+    fn keep(self: Arc<Self>, vectors: Vec<f32>, dim: usize) -> Arc<dyn ResidentCorpus>;
+}
+
+/// A corpus owned by its kernels between searches.
+pub trait ResidentCorpus: Send + Sync {
+    fn rows(&self) -> usize;
+    fn dim(&self) -> usize;
+    /// [`Kernels::top_k`] over the kept vectors.
+    fn top_k(&self, queries: Matrix<'_>, k: usize) -> Vec<Vec<Hit>>;
+}
+
+/// Vectors kept in host memory with their inverse norms, searched by `K`.
+pub struct HostCorpus<K: ?Sized> {
+    kernels: Arc<K>,
+    vectors: Vec<f32>,
+    dim: usize,
+    inv_norms: Vec<f32>,
+}
+
+impl<K: Kernels + ?Sized> HostCorpus<K> {
+    pub fn new(kernels: Arc<K>, vectors: Vec<f32>, dim: usize) -> HostCorpus<K> {
+        let inv_norms = kernels.corpus(Matrix::F32 { data: &vectors, dim }).inv_norms;
+        HostCorpus { kernels, vectors, dim, inv_norms }
+    }
+
+    /// The kept vectors as a [`Corpus`] (the norms are copied: 1/dim of a search's reads).
+    pub fn corpus(&self) -> Corpus<'_> {
+        Corpus { vectors: Matrix::F32 { data: &self.vectors, dim: self.dim }, inv_norms: self.inv_norms.clone() }
+    }
+}
+
+impl<K: Kernels + ?Sized> ResidentCorpus for HostCorpus<K> {
+    fn rows(&self) -> usize {
+        self.inv_norms.len()
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn top_k(&self, queries: Matrix<'_>, k: usize) -> Vec<Vec<Hit>> {
+        self.kernels.top_k(queries, &self.corpus(), k)
+    }
 }

@@ -83,7 +83,7 @@ fn profile_answers_read_back_through_user_search() {
         users: g.world.users(),
         ..Default::default()
     };
-    let kernels = CpuKernels::new(1);
+    let kernels = std::sync::Arc::new(CpuKernels::new(1));
     let settings = ToolSettings::default();
     let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: None, settings: &settings };
     let mut checked = 0;

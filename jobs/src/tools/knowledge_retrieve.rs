@@ -3,8 +3,7 @@
 
 use super::spec::{Param, ParamType, ToolSpec};
 use super::vectors::query_vector;
-use super::{Args, ToolContext, ToolError};
-use crate::kernels::Matrix;
+use super::{Args, SearchCorpus, ToolContext, ToolError};
 
 pub static SPEC: ToolSpec = ToolSpec {
     name: "knowledge_retrieve",
@@ -36,8 +35,8 @@ pub(super) async fn run(ctx: &ToolContext<'_>, args: &Args<'_>) -> Result<String
     if q.len() != index.dim {
         return Err(ToolError::value(format!("the query vector is {}-d but the reports' are {}-d", q.len(), index.dim)));
     }
-    let corpus = ctx.kernels.corpus(Matrix::F32 { data: &index.vectors, dim: index.dim });
-    let hits = ctx.kernels.top_k(Matrix::F32 { data: &q, dim: index.dim }, &corpus, topk as usize).pop().unwrap_or_default();
+    let corpus = SearchCorpus::Knowledge { model: &ctx.settings.embedding_model, index: &index };
+    let hits = ctx.kernels.top_k(corpus, &q, topk as usize).await?;
     let mut out = String::from("The following are results from the knowledge base:\n\n");
     for (i, hit) in hits.iter().enumerate() {
         let doc = &index.docs[hit.index as usize];

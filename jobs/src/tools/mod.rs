@@ -23,6 +23,7 @@
 //! fixes them.
 
 mod backend;
+mod compute;
 mod data_folder;
 pub mod folders;
 mod knowledge_retrieve;
@@ -40,12 +41,12 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 pub use backend::{BackendError, KnowledgeIndex, MemoryBackend, PostKey, WorldBackend};
+pub use compute::{KernelService, SearchCorpus};
 pub use folders::{FolderData, Folders};
 pub use spec::{Param, ParamType, ToolSpec, text_protocol_block};
 
 use crate::chat::{ChatModel, Usage};
 use crate::embed::{DEFAULT_EMBEDDING_MODEL, Embedder, REFERENCE_CLUSTER_THRESHOLD, cluster_threshold};
-use crate::kernels::Kernels;
 
 pub use data_folder::SPEC as DATA_FOLDER;
 pub use knowledge_retrieve::SPEC as KNOWLEDGE_RETRIEVE;
@@ -140,7 +141,8 @@ fn reference_threshold() -> f32 {
 #[derive(Clone, Copy)]
 pub struct ToolContext<'a> {
     pub backend: &'a dyn WorldBackend,
-    pub kernels: &'a dyn Kernels,
+    /// Similarity and clustering, here or on a compute worker.
+    pub kernels: &'a dyn KernelService,
     /// Embeds retrieval queries, and posts that have no stored vector.
     pub embedder: Option<&'a dyn Embedder>,
     /// The episode's own model, for `topic_summarization`.

@@ -11,8 +11,7 @@
 use super::folders::{FolderData, PostStyle, missing_folder, show_posts};
 use super::spec::{Param, ParamType, ToolSpec};
 use super::vectors::{folder_vectors, query_vector};
-use super::{Args, Folders, ToolContext, ToolError};
-use crate::kernels::Matrix;
+use super::{Args, Folders, SearchCorpus, ToolContext, ToolError};
 
 pub static SPEC: ToolSpec = ToolSpec {
     name: "post_retrieve",
@@ -45,9 +44,8 @@ pub(super) async fn run(ctx: &ToolContext<'_>, folders: &mut Folders, args: &Arg
     if dim != q.len() {
         return Err(ToolError::value(format!("the query vector is {}-d but the posts' are {dim}-d", q.len())));
     }
-    let corpus = ctx.kernels.corpus(Matrix::F32 { data: &vectors, dim });
     let k = topk.max(0) as usize;
-    let hits = ctx.kernels.top_k(Matrix::F32 { data: &q, dim }, &corpus, k).pop().unwrap_or_default();
+    let hits = ctx.kernels.top_k(SearchCorpus::Vectors { data: &vectors, dim }, &q, k).await?;
     let retrieved: Vec<_> = hits.iter().map(|h| records[h.index as usize].clone()).collect();
     let shown = if quirks { topk } else { retrieved.len() as i64 };
     show_posts(&retrieved, 0, shown, if quirks { PostStyle::Topic } else { *style }, quirks)

@@ -12,7 +12,7 @@ fn args(v: Value) -> Map<String, Value> {
 
 async fn call(settings: &ToolSettings, allowed: &[&ToolSpec], name: &str, a: Value) -> ToolOutcome {
     let backend = MemoryBackend::default();
-    let kernels = CpuKernels::new(1);
+    let kernels = std::sync::Arc::new(CpuKernels::new(1));
     let ctx = ToolContext { backend: &backend, kernels: &kernels, embedder: None, chat: None, settings };
     call_tool(&ctx, &mut Folders::default(), allowed, name, &args(a)).await.expect("the in-memory world always reads")
 }

@@ -12,7 +12,6 @@ use super::folders::{FolderData, PostStyle, Record, missing_folder};
 use super::spec::{Param, ParamType, ToolSpec};
 use super::vectors::folder_vectors;
 use super::{Args, Folders, ToolContext, ToolError};
-use crate::kernels::Matrix;
 
 pub static SPEC: ToolSpec = ToolSpec {
     name: "topic_clustering",
@@ -64,7 +63,7 @@ pub(super) async fn run(ctx: &ToolContext<'_>, folders: &mut Folders, args: &Arg
     let mut clusters: Vec<Vec<Record>> = Vec::new();
     if !records.is_empty() {
         let (vectors, dim) = folder_vectors(ctx, &keys, &records).await?;
-        let ids = ctx.kernels.single_pass_cluster(Matrix::F32 { data: &vectors, dim }, ctx.settings.cluster_threshold);
+        let ids = ctx.kernels.single_pass_cluster(&vectors, dim, ctx.settings.cluster_threshold).await?;
         for (i, cluster) in ids.into_iter().enumerate() {
             let c = cluster as usize - 1;
             if clusters.len() <= c {

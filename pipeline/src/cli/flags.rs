@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use clap::Args;
+use some_jobs::kernels::{BUILT_WITH_CUDA, KernelChoice, Kernels, select_kernels};
 use some_jobs::prompts::Prompts;
 use some_jobs::scorers::JudgeSettings;
 use some_schemas::QueueLocation;
@@ -153,5 +156,28 @@ impl JudgeFlags {
             Some(dir) => Ok(Prompts::load(dir)?.split()),
             None => Ok(Default::default()),
         }
+    }
+}
+
+/// Which kernels this process computes similarity and clustering with.
+#[derive(Debug, Args)]
+pub struct KernelsFlag {
+    /// cpu, cuda (a GPU, else an error) or auto (a GPU if there is one,
+    /// else the CPU).
+    #[arg(long, default_value_t = KernelChoice::Auto, value_name = "cpu|cuda|auto")]
+    pub kernels: KernelChoice,
+}
+
+impl KernelsFlag {
+    /// The kernels chosen; says once in the log which, and for `auto` on
+    /// the CPU why (a warning in a `cuda` build).
+    pub fn open(&self) -> anyhow::Result<Arc<dyn Kernels>> {
+        let selected = select_kernels(self.kernels).map_err(anyhow::Error::msg)?;
+        match &selected.note {
+            Some(note) if BUILT_WITH_CUDA => tracing::warn!("{note}"),
+            Some(note) => tracing::info!("{note}"),
+            None => tracing::info!("kernels: {}", selected.kernels.name()),
+        }
+        Ok(selected.kernels)
     }
 }

@@ -3,12 +3,13 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use some_jobs::kernels::{BUILT_WITH_CUDA, KernelChoice, select_kernels};
 use some_jobs::tools::ToolSettings;
 use some_workers::Lake;
 use some_workers::llm::installed_embedder;
 use some_workers::mcp::{McpWorld, SomeMcp};
 use some_workers::world::LakeBackend;
+
+use super::flags::KernelsFlag;
 
 #[derive(Debug, Args)]
 pub struct Mcp {
@@ -19,24 +20,16 @@ pub struct Mcp {
     /// Keep the reference implementation's known tool bugs.
     #[arg(long)]
     pub reference_quirks: bool,
-    /// Similarity and clustering kernels: cpu, cuda (a GPU, else an error)
-    /// or auto (a GPU if there is one, else the CPU).
-    #[arg(long, default_value_t = KernelChoice::Auto, value_name = "cpu|cuda|auto")]
-    pub kernels: KernelChoice,
+    #[command(flatten)]
+    pub kernels: KernelsFlag,
 }
 
 impl Mcp {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         let settings = ToolSettings { reference_quirks: self.reference_quirks, ..Default::default() };
         let embedder = installed_embedder(&settings.embedding_model)?;
-        let selected = select_kernels(self.kernels).map_err(anyhow::Error::msg)?;
-        // Once per process: a warning where a GPU build finds no GPU.
-        match &selected.note {
-            Some(note) if BUILT_WITH_CUDA => tracing::warn!("{note}"),
-            Some(note) => tracing::info!("{note}"),
-            None => tracing::info!("kernels: {}", selected.kernels.name()),
-        }
-        let world = McpWorld { backend: LakeBackend::new(lake.clone())?, kernels: selected.kernels, embedder, chat: None, settings };
+        let kernels = self.kernels.open()?;
+        let world = McpWorld { backend: LakeBackend::new(lake.clone())?, kernels, embedder, chat: None, settings };
         let server = SomeMcp::new(world);
         match self.http {
             None => server.serve_stdio().await?,

@@ -9,9 +9,12 @@
 //! - [`Delivery::retry`] gives it back for another try; once a message has
 //!   been delivered more than the delivery limit, or is
 //!   [`Delivery::dead_letter`]ed, it goes to the kind's dead-letter queue.
+//!
+//! [`rpc`] is the other use of the broker: requests a caller waits on.
 
 mod memory;
 mod rabbit;
+pub mod rpc;
 
 use std::sync::Arc;
 

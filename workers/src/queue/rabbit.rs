@@ -33,7 +33,7 @@ fn dead_queue(kind: JobKind) -> String {
     format!("{}.dead", kind.queue())
 }
 
-fn err(what: &str, e: impl std::fmt::Display) -> Error {
+pub(super) fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Queue(format!("RabbitMQ {what}: {e}"))
 }
 
@@ -47,9 +47,7 @@ pub struct RabbitQueue {
 impl RabbitQueue {
     /// Connects and declares the topology (idempotent).
     pub async fn connect(url: &str, delivery_limit: u32) -> Result<RabbitQueue> {
-        // Heartbeats let the broker notice a hung worker and requeue its work.
-        let url = if url.contains('?') { url.to_string() } else { format!("{url}?heartbeat=10") };
-        let queue = RabbitQueue { url, limit: delivery_limit, publisher: Mutex::new(None) };
+        let queue = RabbitQueue { url: with_heartbeat(url), limit: delivery_limit, publisher: Mutex::new(None) };
         let (conn, channel) = queue.open_channel().await?;
         queue.declare(&channel).await?;
         *queue.publisher.lock().await = Some((conn, channel));
@@ -138,8 +136,13 @@ impl RabbitQueue {
     }
 }
 
+/// Heartbeats let the broker notice a hung worker and requeue its work.
+pub(super) fn with_heartbeat(url: &str) -> String {
+    if url.contains('?') { url.to_string() } else { format!("{url}?heartbeat=10") }
+}
+
 /// The URL without its password, for messages.
-fn redact(url: &str) -> String {
+pub(super) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];

@@ -21,10 +21,9 @@ use futures::StreamExt;
 use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
 use some_jobs::chat::ChatModel;
 use some_jobs::embed::Embedder;
-use some_jobs::kernels::CpuKernels;
 use some_jobs::progress::Progress;
 use some_jobs::scorers::{Judge, Scored};
-use some_jobs::tools::{Folders, ToolContext};
+use some_jobs::tools::{Folders, KernelService, ToolContext};
 use some_schemas::{Attempt, EpisodeId, EpisodeRow, QueryAttempt, QueryId, QueryRow, ScoreRow, Timestamp};
 
 use super::scoring::{question, ref_post, score_answer, score_row};
@@ -38,7 +37,8 @@ use crate::world::{LakeBackend, query_map};
 pub struct Runner {
     pub lake: Lake,
     pub backend: Arc<LakeBackend>,
-    pub kernels: CpuKernels,
+    /// The tools' similarity and clustering.
+    pub kernels: Arc<dyn KernelService>,
     pub embedder: Option<Arc<dyn Embedder>>,
     pub model: Arc<dyn ChatModel>,
     pub judge: Arc<dyn ChatModel>,
@@ -79,7 +79,13 @@ impl Finished {
 impl Runner {
     /// Everything a run's shards need: the world, the models the spec names
     /// (built-in ones load on `threads` CPU threads), the queries.
-    pub async fn for_spec(lake: &Lake, spec: &RunSpec, client: &ClientSettings, threads: usize) -> Result<Runner> {
+    pub async fn for_spec(
+        lake: &Lake,
+        spec: &RunSpec,
+        client: &ClientSettings,
+        threads: usize,
+        kernels: Arc<dyn KernelService>,
+    ) -> Result<Runner> {
         let model = chat_model(&spec.model, &spec.endpoints, client, threads)?;
         let judge = if spec.judge_model == spec.model && spec.judge_endpoints == spec.endpoints {
             model.clone()
@@ -89,7 +95,7 @@ impl Runner {
         Ok(Runner {
             lake: lake.clone(),
             backend: Arc::new(LakeBackend::new(lake.clone())?),
-            kernels: CpuKernels::default(),
+            kernels,
             embedder: embedder(&spec.tools.embedding_model, &spec.embedding_endpoints, client)?,
             model,
             judge,
@@ -122,7 +128,7 @@ impl Runner {
         let post_json = ref_post(&self.backend, query).await?;
         let tools = ToolContext {
             backend: self.backend.as_ref(),
-            kernels: &self.kernels,
+            kernels: self.kernels.as_ref(),
             embedder: self.embedder.as_deref(),
             chat: Some(self.model.as_ref()),
             settings: &spec.tools,
