@@ -43,7 +43,7 @@ use url::Url;
 pub use log::{AsOf, CommitInfo, FileEntry, Removal, Snapshot};
 pub use sql::{OutputFormat, format_batches};
 pub use vacuum::Vacuumed;
-pub use write::{Committed, Staged, Txn, encode_parquet};
+pub use write::{Committed, EncodedParts, Staged, Txn, encode_parquet, encode_rows};
 
 use crate::error::{Error, Result};
 

@@ -97,6 +97,34 @@ fn unique_suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
 }
 
+/// Rows of one table as Parquet, one file's bytes per partition.
+pub struct EncodedParts {
+    table: TableDef,
+    /// (partition values, bytes, rows)
+    parts: Vec<(Vec<String>, Bytes, u64)>,
+}
+
+/// Encodes rows of one table on the blocking pool, apart from any
+/// transaction, so that several tables can be encoded at once.
+pub async fn encode_rows<R: Row>(rows: Vec<R>) -> Result<EncodedParts> {
+    let mut groups: BTreeMap<Vec<String>, Vec<R>> = BTreeMap::new();
+    for row in rows {
+        groups.entry(row.partition_values()).or_default().push(row);
+    }
+    let table = TableDef::of::<R>();
+    let batches =
+        groups.into_iter().map(|(partition, rows)| Ok((partition, R::to_batch(&rows)?, rows.len() as u64))).collect::<Result<Vec<_>>>()?;
+    let parts = tokio::task::spawn_blocking(move || {
+        batches
+            .into_iter()
+            .map(|(partition, batch, rows)| Ok((partition, encode_parquet(&table, &batch)?, rows)))
+            .collect::<Result<Vec<_>>>()
+    })
+    .await
+    .map_err(|e| Error::Task(format!("encoding task failed: {e}")))??;
+    Ok(EncodedParts { table, parts })
+}
+
 impl Txn {
     pub(super) fn new(lake: Lake) -> Txn {
         let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
@@ -129,17 +157,14 @@ impl Txn {
 
     /// Writes rows of one table, one part file per partition.
     pub async fn write_rows<R: Row>(&mut self, rows: Vec<R>) -> Result<()> {
-        let mut groups: BTreeMap<Vec<String>, Vec<R>> = BTreeMap::new();
-        for row in rows {
-            groups.entry(row.partition_values()).or_default().push(row);
-        }
-        let table = TableDef::of::<R>();
-        for (partition, rows) in groups {
-            let batch = R::to_batch(&rows)?;
-            let encoded = tokio::task::spawn_blocking(move || encode_parquet(&table, &batch))
-                .await
-                .map_err(|e| Error::Task(format!("encoding task failed: {e}")))??;
-            self.put_part(&table, &partition, encoded, rows.len() as u64).await?;
+        let parts = encode_rows(rows).await?;
+        self.write_parts(parts).await
+    }
+
+    /// Writes part files encoded by [`encode_rows`].
+    pub async fn write_parts(&mut self, parts: EncodedParts) -> Result<()> {
+        for (partition, encoded, rows) in parts.parts {
+            self.put_part(&parts.table, &partition, encoded, rows).await?;
         }
         Ok(())
     }

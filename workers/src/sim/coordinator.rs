@@ -32,7 +32,7 @@ use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
 use super::spec::{FeedRanker, SimSpec, load_sim};
 use super::state::SimState;
 use crate::error::{Error, Result};
-use crate::lake::Lake;
+use crate::lake::{Lake, encode_rows};
 use crate::queue::Queue;
 
 /// Where a run stopped, and where its time went.
@@ -72,8 +72,15 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
     let end = Turn(spec.preset.turns().min(until.turn.map_or(u32::MAX, |t| t.0)));
     let mut out = Drive { digest: state.digest().map(str::to_string), ..Drive::default() };
     let mut turn = state.next_turn();
+    let mut cancel_checked: Option<Instant> = None;
     while turn < end {
-        if load_sim(lake, &spec.run_id).await?.cancelled {
+        // A read of the runs table: once a second is prompt enough, and
+        // keeps it out of turns that take a tenth of one.
+        let check = cancel_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
+        if check {
+            cancel_checked = Some(Instant::now());
+        }
+        if check && load_sim(lake, &spec.run_id).await?.cancelled {
             tracing::info!(run = %spec.run_id, turn = turn.0, "run cancelled: stopping");
             out.cancelled = true;
             return Ok(out);
@@ -133,14 +140,25 @@ async fn one_turn(
     let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Turn { turn, shard, agents });
     progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
     let waited = Instant::now();
-    let paths = publish(lake, queue, spec, &shards).await?;
-    let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths).await?;
+    // One transaction per turn, named by the turn: a coordinator that died
+    // after its commit landed and runs the turn again commits nothing. The
+    // feeds are known before the steps, so their file is written while the
+    // workers step (invisible until the commit).
+    let run = spec.run_id.as_str();
+    let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
+    let stepped = async {
+        let paths = publish(lake, queue, spec, &shards).await?;
+        let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths).await?;
+        Ok::<_, Error>((paths, shards))
+    };
+    let (stepped, feeds_written) = tokio::join!(stepped, txn.write_rows(feeds));
+    let (paths, shards) = stepped?;
+    feeds_written?;
     let shard_rows: Vec<u64> = shards.iter().map(|s| s.len() as u64).collect();
     let steps: Vec<SimStepRow> = shards.into_iter().flatten().collect();
     out.step_time += waited.elapsed();
 
     let committing = Instant::now();
-    let run = spec.run_id.as_str();
     let mut actions: Vec<AgentAction> = Vec::new();
     let mut notes: HashMap<(AgentId, u32), PostNote> = HashMap::new();
     let mut failures = 0usize;
@@ -164,17 +182,18 @@ async fn one_turn(
         Phase::Stage(n) => n,
     };
     let turn_row = turn_row(run, turn, stage, agents.len(), &outcomes, state.platform.history_digest(), Timestamp::now());
-    // One transaction per turn, named by the turn: a coordinator that died
-    // after its commit landed and runs the turn again commits nothing.
-    let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
     for (path, rows) in paths.iter().zip(shard_rows) {
         txn.adopt(path, rows).await?;
     }
-    txn.write_rows(action_rows(run, turn, &outcomes)).await?;
-    txn.write_rows(post_rows(run, turn, &outcomes, &notes)).await?;
-    txn.write_rows(follow_rows(run, turn, &outcomes)).await?;
-    txn.write_rows(feeds).await?;
-    txn.write_rows(vec![turn_row.clone()]).await?;
+    let encoded = tokio::try_join!(
+        encode_rows(action_rows(run, turn, &outcomes)),
+        encode_rows(post_rows(run, turn, &outcomes, &notes)),
+        encode_rows(follow_rows(run, turn, &outcomes)),
+        encode_rows(vec![turn_row.clone()]),
+    )?;
+    for parts in <[_; 4]>::from(encoded) {
+        txn.write_parts(parts).await?;
+    }
     txn.commit().await?;
     state.turns.push(turn_row);
     out.commit_time += committing.elapsed();
@@ -266,9 +285,13 @@ async fn publish(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, shards: &[Shard
 
 /// Waits until every file of `paths` is written and reads them; fails if a
 /// shard of this run is dead-lettered (resume once the cause is fixed).
+///
+/// Polls every tenth of the time waited so far (2 to 250 ms): the last
+/// shard is seen at most ~10% after it lands, which matters when a turn
+/// takes a tenth of a second, and a long wait costs few reads of the store.
 async fn wait_for<R: some_schemas::Row>(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, paths: &[String]) -> Result<Vec<Vec<R>>> {
     let mut results: Vec<Option<Vec<R>>> = (0..paths.len()).map(|_| None).collect();
-    let mut pause = Duration::from_millis(5);
+    let started = Instant::now();
     let mut last_dead_check = Instant::now();
     loop {
         for (slot, path) in results.iter_mut().zip(paths) {
@@ -283,8 +306,7 @@ async fn wait_for<R: some_schemas::Row>(lake: &Lake, queue: &dyn Queue, spec: &S
             last_dead_check = Instant::now();
             check_dead_letters(queue, spec).await?;
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(250));
+        tokio::time::sleep((started.elapsed() / 10).clamp(Duration::from_millis(2), Duration::from_millis(250))).await;
     }
 }
 

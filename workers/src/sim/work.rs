@@ -61,35 +61,56 @@ impl SimRunner {
     }
 
     /// Runs one shard unless its results are written already.
-    pub async fn run_shard(&self, work: &ShardWork, progress: &dyn Progress) -> Result<()> {
+    pub async fn run_shard(self: &Arc<Self>, work: ShardWork, progress: &dyn Progress) -> Result<()> {
         let run_id = &self.spec.run_id;
         let path = work.results_path(run_id);
         if self.lake.exists(&path).await? {
             tracing::info!(shard = %work.shard_id(run_id), "results already written: nothing to do");
             return Ok(());
         }
+        let shard = work.shard_id(run_id);
         let wrote = match work {
             ShardWork::Setup { agents, .. } => {
-                let rows = self.each(agents.iter().map(|a| self.set_up(a).boxed()).collect()).await?;
-                progress.advance(agents.len() as u64);
+                let count = agents.len() as u64;
+                let rows = self.each(agents, |this, agent| async move { this.set_up(&agent).await }.boxed()).await?;
+                progress.advance(count);
                 self.lake.put_once(&path, rows).await?
             }
-            ShardWork::Turn { agents, .. } => {
-                let known = self.agents().await?;
-                let rows = self.each(agents.iter().map(|a| self.step(known, work, a).boxed()).collect()).await?;
-                progress.advance(agents.len() as u64);
+            ShardWork::Turn { turn, agents, .. } => {
+                let count = agents.len() as u64;
+                // Read once here, before the agents' tasks share it.
+                self.agents().await?;
+                let rows = self
+                    .each(agents, move |this, agent| {
+                        async move {
+                            let known = this.agents().await?;
+                            this.step(known, turn, &agent).await
+                        }
+                        .boxed()
+                    })
+                    .await?;
+                progress.advance(count);
                 self.lake.put_once(&path, rows).await?
             }
         };
         if !wrote {
-            tracing::info!(shard = %work.shard_id(run_id), "another worker wrote this shard first; its results stand");
+            tracing::info!(%shard, "another worker wrote this shard first; its results stand");
         }
         Ok(())
     }
 
-    /// Runs the agents' futures, `concurrency` at once; results in order.
-    async fn each<R>(&self, agents: Vec<BoxFuture<'_, Result<R>>>) -> Result<Vec<R>> {
-        futures::stream::iter(agents).buffered(self.spec.concurrency.max(1)).try_collect().await
+    /// Runs `work` for each agent, `concurrency` at once, each a task of its
+    /// own (a shard's agents use every core: prompts, relevance and replies
+    /// are CPU work when the model answers fast); results in order.
+    async fn each<T, R>(self: &Arc<Self>, agents: Vec<T>, work: impl Fn(Arc<Self>, T) -> BoxFuture<'static, Result<R>>) -> Result<Vec<R>>
+    where
+        R: Send + 'static,
+    {
+        let tasks = agents.into_iter().map(|agent| {
+            let task = tokio::spawn(work(self.clone(), agent));
+            async move { task.await.map_err(|e| Error::Task(format!("an agent's step stopped: {e}")))? }
+        });
+        futures::stream::iter(tasks).buffered(self.spec.concurrency.max(1)).try_collect().await
     }
 
     async fn set_up(&self, new: &NewAgent) -> Result<SimAgentRow> {
@@ -117,8 +138,7 @@ impl SimRunner {
         Ok(some_jobs::sim::rows::agent_row(run_id, &persona, new.kind, new.activity, plan.as_ref(), error))
     }
 
-    async fn step(&self, known: &HashMap<AgentId, Agent>, work: &ShardWork, turn: &AgentTurn) -> Result<SimStepRow> {
-        let ShardWork::Turn { turn: now, .. } = work else { unreachable!("steps run in turn shards") };
+    async fn step(&self, known: &HashMap<AgentId, Agent>, now: some_jobs::sim::Turn, turn: &AgentTurn) -> Result<SimStepRow> {
         let Agent { persona, plan, .. } = known
             .get(&turn.agent)
             .ok_or_else(|| Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id)))?;
@@ -127,7 +147,7 @@ impl SimRunner {
             persona,
             plan: plan.as_ref().unwrap_or(&idle),
             memory: &turn.memory,
-            turn: *now,
+            turn: now,
             feed: &turn.feed,
             posts: turn.posts,
         };
@@ -140,7 +160,7 @@ impl SimRunner {
             some_jobs::sim::StepError::Model(e) => Error::Model(e),
             some_jobs::sim::StepError::Embed(e) => Error::Embed(e),
         })?;
-        Ok(step_row(&self.spec.run_id, *now, turn.agent, &step))
+        Ok(step_row(&self.spec.run_id, now, turn.agent, &step))
     }
 
     /// The run's agents as set up, read once.
