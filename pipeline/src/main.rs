@@ -4,6 +4,10 @@ use clap::Parser;
 
 mod cli;
 
+/// See the workspace's Cargo.toml for why.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     cli::init_tracing(args.verbose);

@@ -19,6 +19,10 @@ use some_workers::coordinator::publish_shards;
 use some_workers::runs::progress::progress;
 use some_workers::runs::{RunSpec, plan_queries, record_event};
 
+/// As the `some` binary allocates (see the workspace's Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scale: Scale = std::env::var("SOME_BENCH_SCALE").unwrap_or_else(|_| "paper".into()).parse()?;

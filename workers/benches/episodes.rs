@@ -19,6 +19,10 @@ use some_workers::llm::ClientSettings;
 use some_workers::runs::{RunSpec, plan_queries, read_run, record_event};
 use some_workers::worker::WorkerConfig;
 
+/// As the `some` binary allocates (see the workspace's Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::var("SOME_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);

@@ -27,6 +27,10 @@ use some_workers::sim::{PersonaSet, RelevanceSource, SimSpec, Until, drive, reco
 use some_workers::worker::WorkerConfig;
 use some_workers::{Lake, LakeLocation};
 
+/// As the `some` binary allocates (see the workspace's Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
