@@ -27,7 +27,7 @@ bench-distributed:
 
 # Simulation: 10,000 agents for one simulated week, in-process and through RabbitMQ with 2 workers.
 bench-sim:
-    source infra/env.sh && ensure_rabbitmq && cargo build --release --locked --workspace --bins && cargo bench --locked --workspace --bench sim_week
+    source infra/env.sh && ensure_rabbitmq && cargo build --release --locked --workspace --bins --bench sim_week && cargo bench --locked --workspace --bench sim_week
 
 # CPU kernels: top-k bandwidth, batch top-k and clustering against numpy (and numba, as the reference uses).
 bench-kernels:
