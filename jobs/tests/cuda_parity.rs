@@ -23,6 +23,7 @@ fn main() {
     use some_jobs::kernels::CudaKernels;
     match CudaKernels::new(0) {
         Ok(gpu) => {
+            let gpu = std::sync::Arc::new(gpu);
             println!("cuda_parity: running on {} (compute capability {:?})", gpu.device().name, gpu.device().compute_capability);
             parity::run(&gpu);
             assert_eq!(gpu.fallbacks(), 0, "no call fell back to the CPU");
@@ -34,6 +35,8 @@ fn main() {
 
 #[cfg(feature = "cuda")]
 mod parity {
+    use std::sync::Arc;
+
     use half::f16;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -67,9 +70,10 @@ mod parity {
         }
     }
 
-    pub fn run(gpu: &CudaKernels) {
+    pub fn run(gpu: &Arc<CudaKernels>) {
         let cpu = CpuKernels::default();
         top_k(gpu, &cpu);
+        kept(gpu, &cpu);
         clustering(gpu, &cpu);
     }
 
@@ -107,6 +111,21 @@ mod parity {
                 println!("cuda_parity: top-k {label} {rows}x{dim}: same ids and bit-identical scores (batches 1-41, k 1-256)");
             }
         }
+    }
+
+    /// A corpus kept on the device for a compute worker answers as the CPU
+    /// does, `k` past the device's limit included (the host copy answers).
+    fn kept(gpu: &Arc<CudaKernels>, cpu: &CpuKernels) {
+        let (rows, dim) = (5_003, 384);
+        let vectors = clustered(rows, dim, 50, 11);
+        let queries = clustered(17, dim, 50, 12);
+        let kept = gpu.clone().keep(vectors.clone(), dim);
+        let prepared = cpu.corpus(Matrix::F32 { data: &vectors, dim });
+        for k in [1, 10, 256, 300] {
+            let q = Matrix::F32 { data: &queries, dim };
+            same_hits(&format!("kept {rows}x{dim}, k={k}"), &cpu.top_k(q, &prepared, k), &kept.top_k(q, k));
+        }
+        println!("cuda_parity: a kept corpus answers as the CPU (k 1-300)");
     }
 
     fn clustering(gpu: &CudaKernels, cpu: &CpuKernels) {
