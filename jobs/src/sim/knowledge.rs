@@ -2,8 +2,10 @@
 //! TF-IDF filters of the paper.
 //!
 //! - [`PassageStore`] holds paragraphs: HotpotQA's `context` paragraphs
-//!   ([`load_hotpotqa`]) or the lake's knowledge reports
-//!   ([`PassageStore::from_knowledge`]), searched with BM25 (the paper
+//!   ([`load_hotpotqa`]), a JSONL passage file or the built-in WordNet
+//!   corpus ([`super::passages`]), or the lake's knowledge reports
+//!   ([`PassageStore::from_knowledge`]: misinformation fact-checks, not the
+//!   general knowledge the paper retrieves), searched with BM25 (the paper
 //!   uses ColBERT; BM25 is the stand-in the reference doc suggests, and a
 //!   dense retriever can replace it behind the same store).
 //! - [`KnowledgeSettings::adopt`]: a retrieved passage is used only if its
@@ -51,7 +53,7 @@ impl PassageStore {
         PassageStore { passages, index }
     }
 
-    /// The lake's knowledge reports (the corpus that ships), titled by link.
+    /// The lake's knowledge reports, titled by link.
     pub fn from_knowledge(rows: &[some_schemas::KnowledgeRow]) -> PassageStore {
         PassageStore::new(
             rows.iter().map(|r| (r.link.clone().unwrap_or_else(|| format!("report {}", r.doc_index)), r.content.clone())).collect(),

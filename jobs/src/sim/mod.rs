@@ -20,7 +20,8 @@
 //! - [`plan`]: planning; [`dynamic`]: the dynamic persona; [`memory`];
 //!   [`reflect`]: reflection and summaries; [`decide`]: the action prompts;
 //!   [`step`]: one agent's turn.
-//! - [`tfidf`], [`bm25`], [`knowledge`]: the knowledge boundary.
+//! - [`tfidf`], [`bm25`], [`knowledge`]: the knowledge boundary;
+//!   [`passages`]: JSONL passage files and the built-in WordNet corpus.
 //!
 //! Lake rows: [`rows`] builds a turn's rows for the `sim_*` tables.
 //!
@@ -53,6 +54,7 @@ pub mod ids;
 pub mod knowledge;
 pub mod memory;
 pub mod metrics;
+pub mod passages;
 pub mod persona;
 pub mod persona_sets;
 pub mod plan;
@@ -77,6 +79,7 @@ pub use feed::{FeedSettings, LiveFeed, Ranked, Ranker, Timeline, feed};
 pub use ids::{AgentId, PostId, Turn};
 pub use knowledge::{KnowledgeSettings, PassageStore, load_hotpotqa};
 pub use memory::Memory;
+pub use passages::{BUILTIN_PASSAGES, builtin_passages, load_passages};
 pub use persona::{Persona, Profile};
 pub use plan::Plan;
 pub use platform::{Action, AgentAction, ApplyError, Outcome, Platform};
