@@ -203,6 +203,12 @@ mod tests {
         assert_eq!((e.at.as_str(), e.message.as_str()), ("[0].context[0]", "expected [title, [sentence, ...]]"));
         std::fs::write(&f, r#"[{"contexts": []}]"#).unwrap();
         assert_eq!(load_hotpotqa(&f).unwrap_err().message, "unknown key \"contexts\"");
+        std::fs::write(&f, "[{\"_id\": \"a\",\n  \"context\": [[\"T\", [\"s\"]]]\n}").unwrap();
+        let e = load_hotpotqa(&f).unwrap_err();
+        assert_eq!((e.at.as_str(), e.message.as_str()), ("line 3 column 1", "invalid JSON: the JSON ends early (truncated file?)"));
+        std::fs::write(&f, "[{\"_id\": \"a\",\n  \"context\": [[\"T\" [\"s\"]]]}]").unwrap();
+        let e = load_hotpotqa(&f).unwrap_err();
+        assert_eq!((e.at.as_str(), e.message.as_str()), ("line 2 column 20", "invalid JSON: expected `,` or `]`"));
     }
 
     #[test]
