@@ -80,23 +80,33 @@ impl DigestIndex {
         self.sorted.is_empty()
     }
 
-    /// The feed of `viewer`: what [`super::feed::feed`] returns for it.
+    /// The feed of `viewer`: what [`super::feed::feed`] returns for it
+    /// (unread posts, or the posts shown before once none is left).
     pub fn feed(&self, platform: &Platform, viewer: AgentId) -> Vec<Ranked> {
         let mut excluded: Vec<usize> = self.by_author.get(&viewer).cloned().unwrap_or_default();
         excluded.extend(platform.engaged_posts(viewer).filter_map(|p| self.rank.get(&p).copied()));
+        let mut unread = excluded.clone();
         if self.drop_seen {
-            excluded.extend(platform.seen_posts(viewer).filter_map(|p| self.rank.get(&p).copied()));
+            unread.extend(platform.seen_posts(viewer).filter_map(|p| self.rank.get(&p).copied()));
         }
-        excluded.sort_unstable();
-        excluded.dedup();
+        for mut excluded in [unread, excluded] {
+            excluded.sort_unstable();
+            excluded.dedup();
+            if excluded.len() < self.sorted.len() {
+                return self.feed_without(&excluded);
+            }
+        }
+        Vec::new()
+    }
+
+    /// The best posts but those at the sorted positions `excluded`
+    /// (ascending, fewer than all).
+    fn feed_without(&self, excluded: &[usize]) -> Vec<Ranked> {
         let remaining = self.sorted.len() - excluded.len();
-        if remaining == 0 {
-            return Vec::new();
-        }
         // The score at descending position `d` among the remaining posts.
         let at = |d: usize| -> f64 {
             let mut g = d;
-            for e in &excluded {
+            for e in excluded {
                 if *e <= g {
                     g += 1;
                 } else {

@@ -38,18 +38,19 @@ pub enum Timeline {
 /// How feeds are built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedSettings {
-    /// Only posts from the last this-many turns; `None` for no limit.
-    /// mastodon_digest's default is 12 hours.
+    /// Only posts from the last this-many turns; `None` (the default) for
+    /// every post of the run. mastodon_digest's default is 12 hours.
     pub look_back_turns: Option<u32>,
     /// Posts shown per browse.
     pub limit: usize,
     pub timeline: Timeline,
+    /// Unread posts first: posts shown before come back only once none is left.
     pub drop_seen: bool,
 }
 
 impl Default for FeedSettings {
     fn default() -> Self {
-        FeedSettings { look_back_turns: Some(12), limit: 10, timeline: Timeline::Local, drop_seen: true }
+        FeedSettings { look_back_turns: None, limit: 10, timeline: Timeline::Local, drop_seen: true }
     }
 }
 
@@ -87,8 +88,23 @@ pub fn sort_ranked(scored: &mut [(Ranked, Turn)]) {
     scored.sort_by(|(a, ta), (b, tb)| b.score.total_cmp(&a.score).then(tb.cmp(ta)).then(b.post.cmp(&a.post)));
 }
 
-/// The candidates of `viewer`'s feed at the start of turn `now`.
+/// The candidates of `viewer`'s feed at the start of turn `now`: unread
+/// posts, or, once none is left, the posts shown before.
 pub fn candidates(
+    platform: &Platform,
+    viewer: AgentId,
+    now: Turn,
+    settings: &FeedSettings,
+    authors: Option<&BTreeSet<AgentId>>,
+) -> Vec<Candidate> {
+    let unread = gather(platform, viewer, now, settings, authors);
+    if unread.is_empty() && settings.drop_seen {
+        return gather(platform, viewer, now, &FeedSettings { drop_seen: false, ..settings.clone() }, authors);
+    }
+    unread
+}
+
+fn gather(
     platform: &Platform,
     viewer: AgentId,
     now: Turn,
@@ -183,7 +199,7 @@ mod tests {
                 act(2, 0, Action::Comment { post: PostId(1), text: "c".into() }),
             ],
         );
-        let s = FeedSettings::default();
+        let s = FeedSettings { look_back_turns: Some(12), ..FeedSettings::default() };
         let ids = |authors: Option<&BTreeSet<AgentId>>, s: &FeedSettings| {
             candidates(&p, AgentId(1), Turn(22), s, authors).iter().map(|c| c.post.0).collect::<Vec<_>>()
         };
@@ -199,5 +215,57 @@ mod tests {
         let live = feed(&p, &LiveFeed, AgentId(1), Turn(22), &all, None);
         assert_eq!(live.iter().map(|r| r.post.0).collect::<Vec<_>>(), [5, 4, 1, 0]);
         assert_eq!(candidates(&p, AgentId(1), Turn(20), &all, None).len(), 1, "posts of the current turn are not yet visible");
+        assert_eq!(ids(None, &FeedSettings::default()), [0, 1, 5], "the default look-back is the whole run");
+    }
+
+    #[test]
+    fn each_ranker_orders_the_same_feed_its_own_way() {
+        use crate::sim::digest::{MastodonDigest, RecencySimilarity};
+        let mut p = Platform::new();
+        (0..6).for_each(|a| p.register(AgentId(a)));
+        p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "bread and baking".into() })]);
+        p.apply_turn(Turn(1), vec![act(1, 0, Action::Post { text: "chess openings".into() })]);
+        p.apply_turn(Turn(2), vec![act(2, 0, Action::Post { text: "river walks".into() })]);
+        // Post 0 is the most engaged, post 2 the newest, post 1 the closest to the viewer.
+        p.apply_turn(
+            Turn(3),
+            vec![
+                act(3, 0, Action::Like { post: PostId(0) }),
+                act(3, 1, Action::Reblog { post: PostId(0) }),
+                act(4, 0, Action::Follow { agent: AgentId(0) }),
+                act(4, 1, Action::Like { post: PostId(1) }),
+                act(4, 2, Action::Follow { agent: AgentId(1) }),
+            ],
+        );
+        let viewer = AgentId(5);
+        let s = FeedSettings::default();
+        let order = |r: &dyn Ranker| feed(&p, r, viewer, Turn(4), &s, None).iter().map(|x| x.post.0).collect::<Vec<_>>();
+        let digest = MastodonDigest { threshold: None, ..MastodonDigest::default() };
+        let similar = RecencySimilarity {
+            half_life_turns: 24.0,
+            agent_vectors: std::sync::Arc::new([(viewer, vec![0.0, 1.0, 0.0])].into()),
+            post_vectors: std::sync::Arc::new(
+                [(PostId(0), vec![1.0, 0.2, 0.0]), (PostId(1), vec![0.1, 1.0, 0.0]), (PostId(2), vec![0.0, 0.3, 1.0])].into(),
+            ),
+        };
+        assert_eq!(order(&digest), [0, 1, 2], "mastodon_digest: engagement over followers");
+        assert_eq!(order(&LiveFeed), [2, 1, 0], "live: newest first");
+        assert_eq!(order(&similar), [1, 2, 0], "recency × similarity: the viewer's interests");
+    }
+
+    #[test]
+    fn posts_shown_before_come_back_once_no_unread_post_is_left() {
+        let mut p = Platform::new();
+        (0..3).for_each(|a| p.register(AgentId(a)));
+        p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "a".into() }), act(0, 1, Action::Post { text: "b".into() })]);
+        p.apply_turn(Turn(1), vec![act(1, 0, Action::Browse { posts: vec![PostId(0), PostId(1)] }), act(1, 1, Action::Like { post: PostId(1) })]);
+        let s = FeedSettings::default();
+        let ids = |p: &Platform, viewer: u32| {
+            candidates(p, AgentId(viewer), Turn(3), &s, None).iter().map(|c| c.post.0).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&p, 1), [0], "read and not engaged with: shown again; liked: never");
+        assert_eq!(ids(&p, 2), [0, 1], "unread posts while there are any");
+        p.apply_turn(Turn(2), vec![act(2, 0, Action::Browse { posts: vec![PostId(0)] })]);
+        assert_eq!(ids(&p, 2), [1], "an unread post is preferred to one read before");
     }
 }
