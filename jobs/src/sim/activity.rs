@@ -40,8 +40,9 @@ pub fn pareto_levels(n: usize, alpha: f64, seed: u64) -> Vec<f64> {
     draws.into_iter().map(|x| x / max).collect()
 }
 
-/// A uniform number in [0, 1) fixed by (seed, agent, turn) (SplitMix64).
-pub fn draw(seed: u64, agent: AgentId, turn: Turn) -> f64 {
+/// A number fixed by (seed, agent, turn) (SplitMix64): the activation
+/// draw, and the sampling seed of an agent's model calls in a turn.
+pub fn mix(seed: u64, agent: AgentId, turn: Turn) -> u64 {
     let mut z = seed ^ ((u64::from(agent.0) << 32) | u64::from(turn.0)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for _ in 0..2 {
         z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -49,7 +50,12 @@ pub fn draw(seed: u64, agent: AgentId, turn: Turn) -> f64 {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
     }
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    z
+}
+
+/// A uniform number in [0, 1) fixed by (seed, agent, turn).
+pub fn draw(seed: u64, agent: AgentId, turn: Turn) -> f64 {
+    (mix(seed, agent, turn) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Whether an agent acts in a turn, and whether it may post then.

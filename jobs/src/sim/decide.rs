@@ -45,8 +45,17 @@ pub fn decide_prompt(persona: &str, author: &str, post: &str) -> String {
     DECIDE.replace("{persona}", persona).replace("{author}", author).replace("{post}", post)
 }
 
-pub fn topics_prompt(persona: &str, count: u32) -> String {
-    TOPICS.replace("{persona}", persona).replace("{count}", &count.to_string())
+/// The topics prompt. The agent's recent posts are in it, so a model that
+/// answers the same prompt the same way (temperature 0, a fixed seed) still
+/// suggests new topics week after week instead of repeating the posts the
+/// duplicate check (T_p) then refuses.
+pub fn topics_prompt<S: AsRef<str>>(persona: &str, count: u32, recent: &[S]) -> String {
+    let recent = if recent.is_empty() {
+        "(nothing yet)".to_string()
+    } else {
+        recent.iter().map(|p| format!("- {}", super::error::excerpt(p.as_ref(), 160))).collect::<Vec<_>>().join("\n")
+    };
+    TOPICS.replace("{persona}", persona).replace("{count}", &count.to_string()).replace("{recent}", &recent)
 }
 
 pub fn post_prompt(persona: &str, topic: &str, knowledge: &[String]) -> String {

@@ -35,10 +35,11 @@ pub const SUMMARY_OVER_WORDS: usize = 50;
 /// Reacted-to posts shown in one reflection, at most (the latest).
 pub const HISTORY_CAP: usize = 30;
 
-/// Whether a reflection is due at `turn`: two days after the last, or two
-/// days into the run for the first.
-pub fn due(last: Option<Turn>, turn: Turn) -> bool {
-    turn.0 >= last.map_or(0, |t| t.0) + REFLECTION_EVERY
+/// Whether a reflection is due at `turn`: `every` turns after the last, or
+/// `every` turns into the run for the first (the paper: two days,
+/// [`REFLECTION_EVERY`]).
+pub fn due(last: Option<Turn>, turn: Turn, every: u32) -> bool {
+    turn.0 >= last.map_or(0, |t| t.0) + every
 }
 
 pub fn needs_summary(text: &str) -> bool {
@@ -129,8 +130,9 @@ mod tests {
 
     #[test]
     fn reflection_is_due_every_two_days() {
-        assert!(!due(None, Turn(47)) && due(None, Turn(48)));
-        assert!(!due(Some(Turn(48)), Turn(95)) && due(Some(Turn(48)), Turn(96)));
+        assert!(!due(None, Turn(47), REFLECTION_EVERY) && due(None, Turn(48), REFLECTION_EVERY));
+        assert!(!due(Some(Turn(48)), Turn(95), REFLECTION_EVERY) && due(Some(Turn(48)), Turn(96), REFLECTION_EVERY));
+        assert!(!due(Some(Turn(3)), Turn(4), 2) && due(Some(Turn(3)), Turn(5), 2));
     }
 
     #[test]

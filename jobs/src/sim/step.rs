@@ -58,8 +58,16 @@ pub struct StepSettings {
     pub max_attempts: u32,
     pub temperature: Option<f32>,
     pub seed: Option<u64>,
-    /// Reflect (and follow) every two simulated days.
+    /// Reflect (and follow).
     pub reflection: bool,
+    /// Turns between reflections: the paper's two simulated days, shorter
+    /// only for runs too short to reach them (the demo).
+    #[serde(default = "two_days")]
+    pub reflect_every: u32,
+}
+
+fn two_days() -> u32 {
+    reflect::REFLECTION_EVERY
 }
 
 impl Default for StepSettings {
@@ -72,6 +80,7 @@ impl Default for StepSettings {
             temperature: None,
             seed: None,
             reflection: true,
+            reflect_every: reflect::REFLECTION_EVERY,
         }
     }
 }
@@ -138,6 +147,10 @@ pub enum StepError {
 struct Run<'a> {
     ctx: StepContext<'a>,
     agent: AgentId,
+    /// The sampling seed of this agent's calls in this turn: the run's seed
+    /// mixed with agent and turn, so two agents (or two weeks) asked the
+    /// same question are not bound to the same answer, and a replay is.
+    seed: Option<u64>,
     step: Step,
 }
 
@@ -155,7 +168,7 @@ impl Run<'_> {
     /// Asks until the reply parses, up to `max_attempts`.
     async fn ask<T>(&mut self, prompt: String, parse: impl Fn(&str) -> Result<T, ReplyError>) -> Result<Result<T, ReplyError>, StepError> {
         let s = self.ctx.settings;
-        let request = ChatRequest { messages: vec![Message::user(prompt)], temperature: s.temperature, seed: s.seed, ..Default::default() };
+        let request = ChatRequest { messages: vec![Message::user(prompt)], temperature: s.temperature, seed: self.seed, ..Default::default() };
         let mut last = None;
         for _ in 0..s.max_attempts.max(1) {
             let reply = self.ctx.model.chat(&request).await?;
@@ -180,12 +193,14 @@ pub async fn agent_step(input: StepInput<'_>, ctx: StepContext<'_>) -> Result<St
         calls: 0,
         usage: Usage::default(),
     };
-    let mut run = Run { ctx, agent: input.persona.id, step };
+    let agent = input.persona.id;
+    let seed = ctx.settings.seed.map(|s| super::activity::mix(s, agent, input.turn));
+    let mut run = Run { ctx, agent, seed, step };
     browse(&mut run, &input).await?;
     if input.posts > 0 {
         write_posts(&mut run, &input).await?;
     }
-    if ctx.settings.reflection && reflect::due(run.step.memory.last_reflection, input.turn) {
+    if ctx.settings.reflection && reflect::due(run.step.memory.last_reflection, input.turn, ctx.settings.reflect_every) {
         reflect_and_follow(&mut run, &input).await?;
     }
     Ok(run.step)
@@ -255,8 +270,13 @@ async fn browse(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepErro
     Ok(())
 }
 
+/// The agent's latest posts shown when it picks new topics.
+const RECENT_POSTS_IN_TOPICS: usize = 5;
+
 async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepError> {
-    let topics = match run.ask(decide::topics_prompt(&input.persona.full_text(), input.posts), decide::parse_topics).await? {
+    let recent: Vec<String> = run.step.memory.own_posts.iter().rev().take(RECENT_POSTS_IN_TOPICS).cloned().collect();
+    let prompt = decide::topics_prompt(&input.persona.full_text(), input.posts, &recent);
+    let topics = match run.ask(prompt, decide::parse_topics).await? {
         Ok(t) => t,
         Err(e) => {
             run.fail(ActionKind::Post, None, e);
