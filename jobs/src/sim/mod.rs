@@ -26,7 +26,9 @@
 //! Lake rows: [`rows`] builds a turn's rows for the `sim_*` tables.
 //!
 //! Evaluation: [`metrics`] (distinct-n, engaged vs browsed-only similarity,
-//! followers, actions per stage) and [`quality`] (the LLM-judge rubric).
+//! followers, actions per stage), [`quality`] (the LLM-judge rubric),
+//! [`health`] (dark feeds, stages without posts or interactions) and
+//! [`report`] with its renderers ([`report_html`]).
 //!
 //! A turn, as the orchestration runs it:
 //! 1. for each agent, [`activity::activation`] says whether it acts (the
@@ -50,6 +52,7 @@ pub mod dynamic;
 pub mod enrich;
 pub mod error;
 pub mod feed;
+pub mod health;
 pub mod ids;
 pub mod knowledge;
 pub mod memory;

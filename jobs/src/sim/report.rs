@@ -36,6 +36,7 @@ use some_schemas::sim::{
     sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
+use super::health::{self, StageHealth};
 use super::activity::{Phase, Preset};
 use super::error::excerpt;
 use super::ids::{AgentId, Turn};
@@ -118,6 +119,8 @@ pub struct SimReport {
     pub actions: Actions,
     pub top_posts: Vec<TopPost>,
     pub quality: Option<QualityReport>,
+    /// Per stage: activity, dark feeds, interactions ([`super::health`]).
+    pub health: Vec<StageHealth>,
     pub caveats: Vec<String>,
 }
 
@@ -533,7 +536,9 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
         None => None,
     };
     let run = run_facts(&input, &agents, embedder);
-    let mut report = SimReport { run, diversity, engagement, own_posts, followers, actions, top_posts, quality, caveats: Vec::new() };
+    let health = health::stage_health(input.turns, input.actions);
+    let mut report =
+        SimReport { run, diversity, engagement, own_posts, followers, actions, top_posts, quality, health, caveats: Vec::new() };
     report.caveats = caveats(&report, preset);
     Ok(report)
 }
@@ -718,10 +723,11 @@ async fn judge_quality(
 }
 
 fn caveats(r: &SimReport, preset: &Preset) -> Vec<String> {
-    let mut out = vec![format!(
+    let mut out: Vec<String> = health::warnings(&r.health).into_iter().map(|w| format!("Warning: {w}.")).collect();
+    out.push(format!(
         "Table 1's similarity columns are the paper's BERTScore and NLI C.score, which need models this report does not run; ours are TF-IDF cosine{}. Compare the sign and rough size of each Δ, not the levels.",
         r.run.embedder.as_ref().map_or(String::new(), |m| format!(" and the cosine of {m}"))
-    )];
+    ));
     let agents = r.run.initial_agents + r.run.regular_agents;
     let paper = Preset::paper();
     if agents != paper.agents() as usize || r.run.turns_committed != paper.turns() as usize || *preset != paper {

@@ -206,6 +206,25 @@ fn tables(r: &SimReport) -> Vec<Table> {
             .collect(),
     });
     out.push(Table {
+        title: "Feeds and activity per stage".into(),
+        header: header("Stage|Turns|Active agent-turns|Shown an empty feed|Turns with an empty feed|Interactions"),
+        left: &[0],
+        rows: r
+            .health
+            .iter()
+            .map(|h| {
+                vec![
+                    stage_label(h.stage),
+                    h.turns.to_string(),
+                    h.active.to_string(),
+                    h.empty_feeds.to_string(),
+                    h.turns_with_empty_feeds.to_string(),
+                    h.interactions().to_string(),
+                ]
+            })
+            .collect(),
+    });
+    out.push(Table {
         title: format!("Most frequent causes of the {} failed actions", r.actions.failed),
         header: header("Cause|Actions"),
         left: &[0],
