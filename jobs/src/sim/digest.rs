@@ -19,6 +19,7 @@
 //! p = 90 (lax), 95 (normal, the default) or 98 (strict).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -136,11 +137,13 @@ impl Ranker for MastodonDigest {
 /// steps at most); a half-life decay stays positive for any run length.
 /// Vectors are given (the orchestration embeds each post once, and each
 /// agent's persona); a post or viewer without a vector scores 0.
+/// The maps are shared: a run keeps them across turns and lends them to
+/// each turn's ranker without copying.
 #[derive(Debug, Clone, Default)]
 pub struct RecencySimilarity {
     pub half_life_turns: f64,
-    pub agent_vectors: HashMap<AgentId, Vec<f32>>,
-    pub post_vectors: HashMap<PostId, Vec<f32>>,
+    pub agent_vectors: Arc<HashMap<AgentId, Vec<f32>>>,
+    pub post_vectors: Arc<HashMap<PostId, Vec<f32>>>,
 }
 
 /// Cosine similarity; 0 when either vector is zero or the sizes differ.
@@ -242,10 +245,11 @@ mod tests {
 
     #[test]
     fn recency_similarity_multiplies_cosine_by_decay() {
-        let mut r = RecencySimilarity { half_life_turns: 10.0, ..Default::default() };
-        r.agent_vectors.insert(AgentId(1), vec![1.0, 0.0]);
-        r.post_vectors.insert(PostId(0), vec![1.0, 0.0]);
-        r.post_vectors.insert(PostId(1), vec![1.0, 1.0]);
+        let r = RecencySimilarity {
+            half_life_turns: 10.0,
+            agent_vectors: Arc::new([(AgentId(1), vec![1.0, 0.0])].into()),
+            post_vectors: Arc::new([(PostId(0), vec![1.0, 0.0]), (PostId(1), vec![1.0, 1.0])].into()),
+        };
         let ranked = r.rank(AgentId(1), Turn(20), vec![cand(0, 0, (0, 0, 0, 0)), cand(1, 20, (0, 0, 0, 0)), cand(2, 20, (0, 0, 0, 0))]);
         let got: Vec<(u64, f64)> = ranked.iter().map(|x| (x.post.0, (x.score * 1e6).round() / 1e6)).collect();
         assert_eq!(got, [(1, 0.707107), (0, 0.25), (2, 0.0)]);

@@ -121,6 +121,29 @@ pub fn similarities_to<S: AsRef<str>>(query: &str, docs: &[S]) -> Vec<f64> {
     docs.iter().map(|d| dot(&q, &v.transform(d.as_ref()))).collect()
 }
 
+/// A text's token counts, log-scaled (`1 + ln tf`), hashed (FNV-1a) into
+/// `dim` dimensions and L2-normalised: a dense vector without a model, for
+/// a ranker that needs one when a run uses no embedder. Its cosine is close
+/// to a TF cosine without idf; collisions add noise that falls with `dim`.
+pub fn hashed_vector(text: &str, dim: usize) -> Vec<f32> {
+    // Ordered, so a bucket sums its tokens in the same order every time.
+    let mut counts: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+    for t in tokenize(text) {
+        *counts.entry(t).or_default() += 1;
+    }
+    let mut v = vec![0f32; dim.max(1)];
+    for (token, n) in counts {
+        let h = token.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let bucket = (h % v.len() as u64) as usize;
+        v[bucket] += 1.0 + (n as f32).ln();
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,3 +183,4 @@ mod tests {
         assert!((similarity("same words here", "same words here") - 1.0).abs() < 1e-12);
     }
 }
+
