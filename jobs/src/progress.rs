@@ -21,3 +21,18 @@ impl Progress for NoProgress {
     fn phase(&self, _: &str, _: Option<u64>) {}
     fn advance(&self, _: u64) {}
 }
+
+/// Passes phases on and drops counts: for a driver whose units are counted
+/// by the workers sharing its progress (in-process), so nothing counts twice.
+pub struct PhasesOnly<'a>(pub &'a dyn Progress);
+
+impl Progress for PhasesOnly<'_> {
+    fn phase(&self, name: &str, total: Option<u64>) {
+        self.0.phase(name, total);
+    }
+    fn advance(&self, _: u64) {}
+    fn item(&self, _: &str) {}
+    fn finish(&self) {
+        self.0.finish();
+    }
+}

@@ -61,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let lake = Lake::open(&LakeLocation::Local(dir.path().join("lake"))).await?;
         let mut spec = SimSpec::new(RunId(format!("bench-{mode}")), "instant", vec![endpoint.clone()], preset.clone(), PersonaSet::Builtin);
         spec.enrich = false;
-        spec.knowledge = false;
+        spec.knowledge = some_workers::sim::KnowledgeSource::None;
         spec.relevance = RelevanceSource::Tfidf;
         spec.step.browse = BrowseMode::Batched;
         spec.shard_size = 250;

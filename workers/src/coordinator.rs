@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use some_jobs::progress::Progress;
+use some_jobs::progress::{PhasesOnly, Progress};
 use some_schemas::{Job, JobKind, JobMessage, QueryAttempt, QueryId, ShardId, knowledge, posts};
 
 use crate::embed::{EmbedPartition, EmbedTarget, partitions};
@@ -152,7 +152,8 @@ pub async fn simulate_in_process(
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = Worker::new(lake.clone(), Arc::new(queue.clone()), config, progress.clone());
     let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
-    let done = drive(lake, &queue, spec, until, progress.as_ref()).await;
+    // The worker counts agents as they finish; the driver only names phases.
+    let done = drive(lake, &queue, spec, until, &PhasesOnly(progress.as_ref())).await;
     let _ = stop.send(true);
     let _ = working.await;
     done

@@ -20,13 +20,13 @@ use some_workers::llm::serve::{Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
 use some_workers::models::{fetch, model};
 use some_workers::runs::plan_queries;
-use some_workers::sim::PersonaSet;
+use some_workers::sim::{KnowledgeSource, PersonaSet};
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
 use super::progress::Bars;
 use super::run::Run;
-use super::sim::{BrowseName, PresetName, RankerName, RelevanceName, SimReportCmd, SimRun};
+use super::sim::{BrowseName, LookBack, PresetName, RelevanceName, SimReportCmd, SimRun};
 
 /// How the demo calls the served model: in-process queue, two calls at once.
 fn demo_flags(threads: usize) -> ExecFlags {
@@ -136,31 +136,38 @@ impl Demo {
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;
 
-        // The personas plan from their sets' own descriptions: enriching
-        // them is the 0.5B model's longest reply (more than its 512 tokens
-        // for most personas, so they would fail and sit out) and would
-        // double the demo's time. `some sim run` enriches by default.
+        // Sized to show agents behaving within the demo's minutes on two
+        // cores: the personas plan from their sets' own descriptions
+        // (enriching them would double the time; `some sim run` enriches by
+        // default), the whole feed is decided in one call, and agents
+        // reflect (and follow) every 2 turns instead of the paper's 2 days,
+        // which a run of 7 turns never reaches.
         step(
             7,
-            "a small persona-driven simulation through the same endpoint: 6 agents as their persona set describes them, seeding and two stages of 2 turns",
+            "a small persona-driven simulation through the same endpoint: 3 initial and 6 regular agents as their persona set describes them, seeding and two stages of 3 turns",
         );
         let sim = SimRun {
             preset: PresetName::Demo,
-            initial: None,
-            regular: None,
-            seed_posts: None,
-            stage_turns: None,
+            initial: Some(3),
+            regular: Some(6),
+            seed_posts: Some(6),
+            stage_turns: Some(3),
             personas: PersonaSet::Builtin,
             model: self.model.clone(),
             endpoints: run_endpoint.clone(),
             seed: 0,
             browse: BrowseName::Batched,
-            ranker: RankerName::MastodonDigest,
+            ranker: "mastodon-digest".into(),
+            look_back: LookBack::ALL,
             relevance: RelevanceName::Embedder,
             feed_limit: 3,
             no_enrich: true,
+            knowledge: KnowledgeSource::Builtin,
             no_knowledge: false,
+            no_dynamic_persona: false,
+            max_setup_failures: 0.5,
             no_reflection: false,
+            reflect_every: 2,
             shard_size: 3,
             run_id: Some(RunId(format!("sim-{}", RunId::new_dated()))),
             until: None,

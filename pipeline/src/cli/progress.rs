@@ -34,8 +34,19 @@ impl LogLines {
         }
     }
 
+    /// The count, the time so far, and once something is done the rate and
+    /// (with a total) the time left at that rate.
     fn print(&mut self, what: &str) {
-        eprintln!("{} {} ({:.0} s){what}", self.name, self.count(), self.started.elapsed().as_secs_f64());
+        let secs = self.started.elapsed().as_secs_f64();
+        let mut pace = String::new();
+        if self.done > 0 && secs > 0.0 {
+            let rate = self.done as f64 / secs;
+            pace = format!(", {rate:.2}/s");
+            if let Some(left) = self.total.map(|t| t.saturating_sub(self.done)).filter(|l| *l > 0) {
+                pace.push_str(&format!(", eta {:.0} s", left as f64 / rate));
+            }
+        }
+        eprintln!("{} {} ({secs:.0} s{pace}){what}", self.name, self.count());
         self.last_line = Instant::now();
     }
 }

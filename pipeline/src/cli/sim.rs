@@ -12,12 +12,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand, ValueEnum};
+use some_jobs::sim::health::{did_nothing, warnings};
 use some_jobs::sim::report_html::{render_html, render_text};
-use some_jobs::sim::{BrowseMode, FeedSettings, MastodonDigest, Preset, StepSettings, Turn};
+use some_jobs::sim::{BrowseMode, FeedSettings, Preset, StepSettings, Turn};
 use some_schemas::{QueueLocation, RunEvent, RunId};
 use some_workers::Lake;
 use some_workers::sim::report::{JudgeSpec, sim_report};
-use some_workers::sim::{Drive, FeedRanker, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
+use some_workers::sim::{Drive, FeedRanker, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
 use super::progress::Bars;
@@ -58,11 +59,6 @@ pub enum PresetName {
     Demo,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum RankerName {
-    MastodonDigest,
-    Live,
-}
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum BrowseName {
@@ -108,8 +104,15 @@ pub struct SimRun {
     pub seed: u64,
     #[arg(long, value_enum, default_value = "per-post")]
     pub browse: BrowseName,
-    #[arg(long, value_enum, default_value = "mastodon-digest")]
-    pub ranker: RankerName,
+    /// How feeds are ranked: mastodon-digest (the paper's), live (newest
+    /// first) or recency-similarity (persona-post cosine × a one-day half-life).
+    #[arg(long, default_value = "mastodon-digest", value_parser = FeedRanker::NAMES)]
+    pub ranker: String,
+    /// Feeds draw from posts of the last N turns, or `all` (the default:
+    /// the paper's first stage shows the turn-0 seed posts all week;
+    /// mastodon_digest's own default is 12).
+    #[arg(long, default_value = "all", value_parser = parse_look_back)]
+    pub look_back: LookBack,
     /// Where the dynamic persona's item relevance comes from.
     #[arg(long, value_enum, default_value = "embedder")]
     pub relevance: RelevanceName,
@@ -119,12 +122,27 @@ pub struct SimRun {
     /// Skip persona enrichment (plan from the persona set's own description).
     #[arg(long)]
     pub no_enrich: bool,
-    /// Write posts without retrieving knowledge (the paper's "w/o KB").
-    #[arg(long)]
+    /// Where posts take knowledge from: builtin (general-knowledge
+    /// passages that ship), lake (the lake's knowledge table: the
+    /// benchmark's misinformation reports), hotpotqa:FILE (the paper's
+    /// corpus), passages:FILE (JSONL of title and text) or none.
+    #[arg(long, default_value = "builtin", value_parser = KnowledgeSource::parse)]
+    pub knowledge: KnowledgeSource,
+    /// The same as `--knowledge none` (the paper's "w/o KB").
+    #[arg(long, conflicts_with = "knowledge")]
     pub no_knowledge: bool,
+    /// Every persona item in every decision (the paper's "w/o PD").
+    #[arg(long)]
+    pub no_dynamic_persona: bool,
+    /// Stop after setup when more than this share of agents failed it.
+    #[arg(long, default_value_t = 0.5)]
+    pub max_setup_failures: f64,
     /// Turn off reflection (and with it following).
     #[arg(long)]
     pub no_reflection: bool,
+    /// Turns between an agent's reflections (the paper's two days).
+    #[arg(long, default_value_t = some_jobs::sim::reflect::REFLECTION_EVERY)]
+    pub reflect_every: u32,
     /// Agents per shard (the unit a worker runs and retries).
     #[arg(long, default_value_t = 50)]
     pub shard_size: usize,
@@ -135,6 +153,25 @@ pub struct SimRun {
     pub until: Option<u32>,
     #[command(flatten)]
     pub flags: ExecFlags,
+}
+
+/// How far back feeds look.
+#[derive(Debug, Clone, Copy)]
+pub struct LookBack(Option<u32>);
+
+impl LookBack {
+    /// Every post of the run.
+    pub const ALL: LookBack = LookBack(None);
+}
+
+fn parse_look_back(s: &str) -> Result<LookBack, String> {
+    if s == "all" {
+        return Ok(LookBack(None));
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(LookBack(Some(n))),
+        _ => Err(format!("look-back {s:?}: expected a number of turns above 0, or all")),
+    }
 }
 
 fn parse_personas(s: &str) -> Result<PersonaSet, String> {
@@ -154,7 +191,7 @@ fn parse_personas(s: &str) -> Result<PersonaSet, String> {
 }
 
 impl SimRun {
-    fn spec(&self) -> SimSpec {
+    fn spec(&self) -> anyhow::Result<SimSpec> {
         let mut preset = match self.preset {
             PresetName::Paper => Preset::paper(),
             PresetName::Demo => Preset::demo(),
@@ -175,29 +212,33 @@ impl SimRun {
             },
             seed: Some(self.seed),
             reflection: !self.no_reflection,
+            reflect_every: self.reflect_every.max(1),
             ..StepSettings::default()
         };
-        spec.feed = FeedSettings { limit: self.feed_limit, ..FeedSettings::default() };
-        spec.ranker = match self.ranker {
-            RankerName::MastodonDigest => FeedRanker::MastodonDigest(MastodonDigest::default()),
-            RankerName::Live => FeedRanker::Live,
-        };
+        spec.step.dynamic.enabled = !self.no_dynamic_persona;
+        spec.feed = FeedSettings { limit: self.feed_limit, look_back_turns: self.look_back.0, ..FeedSettings::default() };
+        spec.ranker = FeedRanker::by_name(&self.ranker)?;
         spec.relevance = match self.relevance {
             RelevanceName::Embedder => RelevanceSource::Embedder,
             RelevanceName::Tfidf => RelevanceSource::Tfidf,
         };
         spec.enrich = !self.no_enrich;
-        spec.knowledge = !self.no_knowledge;
+        spec.knowledge = if self.no_knowledge { KnowledgeSource::None } else { self.knowledge.clone() };
+        if !(0.0..=1.0).contains(&self.max_setup_failures) {
+            anyhow::bail!("--max-setup-failures {}: expected a share between 0 and 1", self.max_setup_failures);
+        }
+        spec.max_setup_failures = self.max_setup_failures;
         spec.shard_size = self.shard_size.max(1);
         spec.concurrency = self.flags.calls.max(1);
-        spec
+        Ok(spec)
     }
 
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        let spec = self.spec();
+        let spec = self.spec()?;
         // Fail before recording anything on what cannot work.
         some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
         spec.personas.cast(spec.preset.agents())?;
+        some_workers::sim::work::load_knowledge(lake, &spec.knowledge).await?;
         record_event(lake, &spec, RunEvent::Submitted).await?;
         eprintln!(
             "simulation {}: {} agents ({} initial), {} turns, model {}",
@@ -245,6 +286,18 @@ async fn coordinate(lake: &Lake, spec: &SimSpec, flags: &ExecFlags, until: Optio
         QueueLocation::Memory => some_workers::coordinator::simulate_in_process(lake, spec, until, flags.worker(), progress).await?,
     };
     print_drive(spec, &done, started.elapsed().as_secs_f64());
+    let turns = some_workers::sim::SimState::load(lake, spec).await?.turns;
+    let health = some_workers::sim::state::health(lake, spec, &turns).await?;
+    for w in warnings(&health) {
+        eprintln!("warning: {w}");
+    }
+    if done.finished && did_nothing(&health) {
+        eprintln!(
+            "simulation {} made no like, reblog, comment, post or follow in any stage: it has no result (see `some sim report {}`)",
+            spec.run_id, spec.run_id
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -292,6 +345,21 @@ impl SimStatus {
         }
         if p.steps_in_progress > 0 {
             println!("turn {} in progress: {} agent steps written", p.state.next_turn(), p.steps_in_progress);
+        }
+        let health = some_workers::sim::state::health(lake, spec, &p.state.turns).await?;
+        for h in &health {
+            let kinds: Vec<String> = h.applied.iter().map(|(k, n)| format!("{n} {}", k.as_str())).collect();
+            let name = if h.stage == 0 { "seeding".to_string() } else { format!("stage {}", h.stage) };
+            println!(
+                "{name}: {} turns, {} active agent-turns, {} shown an empty feed; applied: {}",
+                h.turns,
+                h.active,
+                h.empty_feeds,
+                if kinds.is_empty() { "nothing".into() } else { kinds.join(", ") }
+            );
+        }
+        for w in warnings(&health) {
+            println!("warning: {w}");
         }
         println!("state digest {}", p.state.digest().unwrap_or("-"));
         Ok(ExitCode::SUCCESS)

@@ -17,20 +17,22 @@
 //! seeded run with a deterministic model therefore replays to the same
 //! digest, whatever was killed on the way.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use some_jobs::progress::Progress;
 use some_jobs::sim::feed::feed;
 use some_jobs::sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_jobs::sim::step::{PostNote, StepFailure};
-use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, Ranked, Ranker, Turn, activation};
+use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, RecencySimilarity, Ranked, Ranker, Turn, activation};
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
 
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
 use super::spec::{FeedRanker, SimSpec, load_sim};
 use super::state::SimState;
+use super::vectors::RankVectors;
+use super::work::Agent;
 use crate::error::{Error, Result};
 use crate::lake::{Lake, encode_rows};
 use crate::queue::Queue;
@@ -69,6 +71,11 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
         set_up(lake, queue, spec, progress).await?;
         state = SimState::load(lake, spec).await?;
     }
+    check_setup(spec, &state.agents)?;
+    let mut vectors = match spec.ranker {
+        FeedRanker::RecencySimilarity { .. } => Some(RankVectors::new(spec, &state.agents).await?),
+        _ => None,
+    };
     let end = Turn(spec.preset.turns().min(until.turn.map_or(u32::MAX, |t| t.0)));
     let mut out = Drive { digest: state.digest().map(str::to_string), ..Drive::default() };
     let mut turn = state.next_turn();
@@ -85,7 +92,10 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
             out.cancelled = true;
             return Ok(out);
         }
-        let active = one_turn(lake, queue, spec, &mut state, turn, &mut out, progress).await?;
+        if let Some(v) = vectors.as_mut() {
+            v.catch_up(&state.platform).await?;
+        }
+        let active = one_turn(lake, queue, spec, &mut state, vectors.as_ref(), turn, &mut out, progress).await?;
         out.turns += 1;
         out.agent_turns += active as u64;
         out.digest = state.digest().map(str::to_string);
@@ -107,7 +117,7 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
     progress.phase("agents set up", Some(agents.len() as u64));
     let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
     let paths = publish(lake, queue, spec, &shards).await?;
-    let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths).await?;
+    let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
     // The setup commits once: a coordinator that died after this commit
     // and runs it again commits nothing.
     let mut txn = lake.txn_named(&format!("sim-{}-setup", spec.run_id));
@@ -115,27 +125,58 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
         txn.adopt(path, shard.len() as u64).await?;
     }
     txn.commit().await?;
-    let failed: Vec<&SimAgentRow> = rows.iter().flatten().filter(|r| r.error.is_some()).collect();
-    if let Some(first) = failed.first() {
-        tracing::warn!(failed = failed.len(), first = ?first.error, "agents whose setup failed take no part");
-    }
     progress.finish();
     Ok(())
 }
 
+/// Fails a run with too many agents whose setup failed (more than
+/// `max_setup_failures` of them), naming the causes: its turns would be
+/// empty. Fewer failures are logged; those agents take no part.
+fn check_setup(spec: &SimSpec, agents: &[Agent]) -> Result<()> {
+    let failed: Vec<&str> = agents.iter().filter_map(|a| a.setup_error.as_deref()).collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &failed {
+        *causes.entry(some_jobs::sim::error::excerpt(f, 300)).or_default() += 1;
+    }
+    let mut causes: Vec<(String, usize)> = causes.into_iter().collect();
+    causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let listed: Vec<String> = causes.iter().take(5).map(|(c, n)| format!("{n} × {c}")).collect();
+    let share = failed.len() as f64 / agents.len().max(1) as f64;
+    if share > spec.max_setup_failures {
+        return Err(Error::Task(format!(
+            "setup failed for {} of {} agents, more than the {:.0}% allowed (--max-setup-failures); causes: {}",
+            failed.len(),
+            agents.len(),
+            spec.max_setup_failures * 100.0,
+            listed.join("; ")
+        )));
+    }
+    tracing::warn!(failed = failed.len(), agents = agents.len(), causes = %listed.join("; "), "agents whose setup failed take no part");
+    Ok(())
+}
+
 /// Runs one turn; returns how many agents acted.
+#[allow(clippy::too_many_arguments)]
 async fn one_turn(
     lake: &Lake,
     queue: &dyn Queue,
     spec: &SimSpec,
     state: &mut SimState,
+    vectors: Option<&RankVectors>,
     turn: Turn,
     out: &mut Drive,
     progress: &dyn Progress,
 ) -> Result<usize> {
     let started = Instant::now();
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
-    let (agents, feeds) = plan_turn(spec, state, turn, phase);
+    let (agents, feeds) = plan_turn(spec, state, vectors, turn, phase);
+    let empty_feeds = match phase {
+        Phase::Seeding => 0,
+        Phase::Stage(_) => agents.iter().filter(|a| a.feed.is_empty()).count(),
+    };
     out.feed_time += started.elapsed();
     let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Turn { turn, shard, agents });
     progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
@@ -148,7 +189,7 @@ async fn one_turn(
     let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
     let stepped = async {
         let paths = publish(lake, queue, spec, &shards).await?;
-        let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths).await?;
+        let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
         Ok::<_, Error>((paths, shards))
     };
     let (stepped, feeds_written) = tokio::join!(stepped, txn.write_rows(feeds));
@@ -199,20 +240,31 @@ async fn one_turn(
     out.commit_time += committing.elapsed();
     progress.finish();
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
-    tracing::info!(turn = turn.0, active = agents.len(), actions = outcomes.len(), refused, unread_replies = failures, "turn committed");
+    tracing::info!(turn = turn.0, active = agents.len(), empty_feeds, actions = outcomes.len(), refused, unread_replies = failures, "turn committed");
+    if empty_feeds > 0 {
+        tracing::warn!(turn = turn.0, empty_feeds, active = agents.len(), "active agents were shown an empty feed");
+    }
     Ok(agents.len())
 }
 
 /// Who acts in `turn`, with what feed and how many posts to write; and the
 /// feeds as rows.
-fn plan_turn(spec: &SimSpec, state: &SimState, turn: Turn, phase: Phase) -> (Vec<AgentTurn>, Vec<SimFeedRow>) {
+fn plan_turn(
+    spec: &SimSpec,
+    state: &SimState,
+    vectors: Option<&RankVectors>,
+    turn: Turn,
+    phase: Phase,
+) -> (Vec<AgentTurn>, Vec<SimFeedRow>) {
     let run = spec.run_id.as_str();
     let memory = |a: AgentId| state.memories.get(&a).cloned().unwrap_or_default();
     let Some(stage) = spec.preset.stage(phase) else {
-        // Seeding: initial agents write their seed posts, shown nothing.
+        // Seeding: initial agents write their seed posts, shown nothing;
+        // one whose setup failed takes no part.
         let agents = state
             .agents
             .iter()
+            .filter(|a| a.setup_error.is_none())
             .map(|a| (a.persona.id, spec.preset.seed_posts_of(a.persona.id)))
             .filter(|(_, posts)| *posts > 0)
             .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent) })
@@ -221,22 +273,24 @@ fn plan_turn(spec: &SimSpec, state: &SimState, turn: Turn, phase: Phase) -> (Vec
     };
     let authors: BTreeSet<AgentId> =
         state.agents.iter().map(|a| a.persona.id).filter(|id| spec.preset.kind_of(*id) == stage.browsing_authors).collect();
-    let ranker_name;
+    // mastodon_digest's scores do not depend on the viewer: one index
+    // serves every feed of the local timeline.
     let index = match spec.ranker {
-        FeedRanker::MastodonDigest(digest) => {
-            ranker_name = "mastodon_digest";
-            DigestIndex::build(&state.platform, digest, turn, &spec.feed, Some(&authors)).map(|i| (i, digest))
-        }
-        FeedRanker::Live => {
-            ranker_name = LiveFeed.name();
-            None
-        }
+        FeedRanker::MastodonDigest(digest) => DigestIndex::build(&state.platform, digest, turn, &spec.feed, Some(&authors)),
+        _ => None,
     };
+    let ranker: Box<dyn Ranker> = match (spec.ranker, vectors) {
+        (FeedRanker::MastodonDigest(d), _) => Box::new(d),
+        (FeedRanker::Live, _) => Box::new(LiveFeed),
+        (FeedRanker::RecencySimilarity { half_life_turns }, Some(v)) => Box::new(v.ranker(half_life_turns)),
+        // `drive` computes the vectors for this ranker before any turn.
+        (FeedRanker::RecencySimilarity { half_life_turns }, None) => Box::new(RecencySimilarity { half_life_turns, ..Default::default() }),
+    };
+    let ranker_name = ranker.name();
     let rank = |viewer: AgentId| -> Vec<Ranked> {
-        match (&index, spec.ranker) {
-            (Some((index, _)), _) => index.feed(&state.platform, viewer),
-            (None, FeedRanker::MastodonDigest(d)) => feed(&state.platform, &d, viewer, turn, &spec.feed, Some(&authors)),
-            (None, FeedRanker::Live) => feed(&state.platform, &LiveFeed, viewer, turn, &spec.feed, Some(&authors)),
+        match &index {
+            Some(index) => index.feed(&state.platform, viewer),
+            None => feed(&state.platform, ranker.as_ref(), viewer, turn, &spec.feed, Some(&authors)),
         }
     };
     let mut agents = Vec::new();
@@ -289,7 +343,16 @@ async fn publish(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, shards: &[Shard
 /// Polls every tenth of the time waited so far (2 to 250 ms): the last
 /// shard is seen at most ~10% after it lands, which matters when a turn
 /// takes a tenth of a second, and a long wait costs few reads of the store.
-async fn wait_for<R: some_schemas::Row>(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, paths: &[String]) -> Result<Vec<Vec<R>>> {
+///
+/// Each shard found advances `progress` by its rows (agents): what a
+/// coordinator whose workers run elsewhere can count.
+async fn wait_for<R: some_schemas::Row>(
+    lake: &Lake,
+    queue: &dyn Queue,
+    spec: &SimSpec,
+    paths: &[String],
+    progress: &dyn Progress,
+) -> Result<Vec<Vec<R>>> {
     let mut results: Vec<Option<Vec<R>>> = (0..paths.len()).map(|_| None).collect();
     let started = Instant::now();
     let mut last_dead_check = Instant::now();
@@ -297,6 +360,9 @@ async fn wait_for<R: some_schemas::Row>(lake: &Lake, queue: &dyn Queue, spec: &S
         for (slot, path) in results.iter_mut().zip(paths) {
             if slot.is_none() {
                 *slot = read_results(lake, &spec.run_id, path).await?;
+                if let Some(rows) = slot {
+                    progress.advance(rows.len() as u64);
+                }
             }
         }
         if results.iter().all(Option::is_some) {

@@ -1,5 +1,6 @@
 //! The persona-driven simulation on the pipeline: its spec and lifecycle
-//! ([`spec`]), the coordinator that runs turns ([`coordinator`]), the
+//! ([`spec`]), the coordinator that runs turns ([`coordinator`]) and the
+//! vectors its similarity ranker needs ([`vectors`]), the
 //! shards workers run ([`shard`], [`work`]), a run's state as the lake
 //! holds it ([`state`]) and its report ([`report`]). The simulation itself (agents, platform, feeds,
 //! metrics) is `some_jobs::sim`, free of transport.
@@ -9,9 +10,10 @@ pub mod report;
 pub mod shard;
 pub mod spec;
 pub mod state;
+pub mod vectors;
 pub mod work;
 
 pub use coordinator::{Drive, Until, drive};
-pub use spec::{FeedRanker, PersonaSet, RelevanceSource, SimRecord, SimSpec, load_sim, record_event};
+pub use spec::{FeedRanker, KnowledgeSource, PersonaSet, RelevanceSource, SimRecord, SimSpec, load_sim, record_event};
 pub use state::SimState;
 pub use work::SimRunner;

@@ -23,6 +23,101 @@ pub enum FeedRanker {
     MastodonDigest(MastodonDigest),
     /// Newest first.
     Live,
+    /// Cosine of the viewer's persona and the post, times a half-life decay
+    /// in turns; vectors from the run's relevance source (see
+    /// [`super::vectors`]).
+    RecencySimilarity { half_life_turns: f64 },
+}
+
+impl FeedRanker {
+    /// Every ranker by the name `--ranker` takes, with its default settings.
+    pub const NAMES: [&str; 3] = ["mastodon-digest", "live", "recency-similarity"];
+
+    /// The ranker of a name of [`FeedRanker::NAMES`].
+    pub fn by_name(name: &str) -> Result<FeedRanker> {
+        match name {
+            "mastodon-digest" => Ok(FeedRanker::MastodonDigest(MastodonDigest::default())),
+            "live" => Ok(FeedRanker::Live),
+            "recency-similarity" => Ok(FeedRanker::RecencySimilarity { half_life_turns: 24.0 }),
+            other => Err(Error::Invalid(format!("unknown ranker {other:?} (known: {})", FeedRanker::NAMES.join(", ")))),
+        }
+    }
+}
+
+/// Where agents' posts take their knowledge from (the knowledge boundary's
+/// corpus).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "source")]
+pub enum KnowledgeSource {
+    /// No knowledge: the paper's "w/o KB" ablation.
+    None,
+    /// The general-knowledge passages built into the binary
+    /// ([`some_jobs::sim::BUILTIN_PASSAGES`]).
+    Builtin,
+    /// The lake's `knowledge` table: the benchmark's misinformation reports,
+    /// not general knowledge.
+    Lake,
+    /// HotpotQA JSON, the paper's corpus: its `context` paragraphs.
+    Hotpotqa { path: PathBuf },
+    /// JSONL of `{"title", "text"}` objects.
+    Passages { path: PathBuf },
+}
+
+impl KnowledgeSource {
+    /// `none`, `builtin`, `lake`, `hotpotqa:FILE` or `passages:FILE`.
+    pub fn parse(s: &str) -> std::result::Result<KnowledgeSource, String> {
+        match s.split_once(':') {
+            None if s == "none" => Ok(KnowledgeSource::None),
+            None if s == "builtin" => Ok(KnowledgeSource::Builtin),
+            None if s == "lake" => Ok(KnowledgeSource::Lake),
+            Some(("hotpotqa", path)) if !path.is_empty() => Ok(KnowledgeSource::Hotpotqa { path: path.into() }),
+            Some(("passages", path)) if !path.is_empty() => Ok(KnowledgeSource::Passages { path: path.into() }),
+            _ => Err(format!("knowledge {s:?}: expected none, builtin, lake, hotpotqa:FILE or passages:FILE")),
+        }
+    }
+}
+
+/// Runs recorded before the source was a choice stored `true` (the lake)
+/// or `false` (none).
+impl<'de> Deserialize<'de> for KnowledgeSource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case", tag = "source")]
+        enum Tagged {
+            None,
+            Builtin,
+            Lake,
+            Hotpotqa { path: PathBuf },
+            Passages { path: PathBuf },
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Stored {
+            Old(bool),
+            New(Tagged),
+        }
+        Ok(match Stored::deserialize(d)? {
+            Stored::Old(true) => KnowledgeSource::Lake,
+            Stored::Old(false) => KnowledgeSource::None,
+            Stored::New(Tagged::None) => KnowledgeSource::None,
+            Stored::New(Tagged::Builtin) => KnowledgeSource::Builtin,
+            Stored::New(Tagged::Lake) => KnowledgeSource::Lake,
+            Stored::New(Tagged::Hotpotqa { path }) => KnowledgeSource::Hotpotqa { path },
+            Stored::New(Tagged::Passages { path }) => KnowledgeSource::Passages { path },
+        })
+    }
+}
+
+impl std::fmt::Display for KnowledgeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KnowledgeSource::None => f.write_str("none"),
+            KnowledgeSource::Builtin => f.write_str("builtin"),
+            KnowledgeSource::Lake => f.write_str("lake"),
+            KnowledgeSource::Hotpotqa { path } => write!(f, "hotpotqa:{}", path.display()),
+            KnowledgeSource::Passages { path } => write!(f, "passages:{}", path.display()),
+        }
+    }
 }
 
 /// Where the dynamic persona's item relevance comes from.
@@ -116,8 +211,12 @@ pub struct SimSpec {
     pub embedding_model: String,
     /// Enrich each persona into the paper's fields before planning.
     pub enrich: bool,
-    /// Retrieve knowledge from the lake's `knowledge` table when writing posts.
-    pub knowledge: bool,
+    /// Where posts take knowledge from.
+    pub knowledge: KnowledgeSource,
+    /// Setup stops the run, with the causes, when more than this share of
+    /// its agents failed it (an empty simulation is no result).
+    #[serde(default = "half")]
+    pub max_setup_failures: f64,
     /// Agents per shard.
     pub shard_size: usize,
     /// Agents of one shard acting at once.
@@ -140,11 +239,16 @@ impl SimSpec {
             relevance: RelevanceSource::Embedder,
             embedding_model: some_jobs::embed::DEFAULT_EMBEDDING_MODEL.into(),
             enrich: true,
-            knowledge: true,
+            knowledge: KnowledgeSource::Builtin,
+            max_setup_failures: 0.5,
             shard_size: 50,
             concurrency: 8,
         }
     }
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 fn minilm() -> String {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use datafusion::prelude::{col, lit};
+use some_jobs::sim::health::{StageHealth, stage_health};
 use some_jobs::sim::rows::actions_from_rows;
 use some_jobs::sim::{AgentId, Memory, Platform, Turn};
 use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
@@ -139,6 +140,15 @@ pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
         steps_in_progress: pending,
         state,
     })
+}
+
+/// Each stage's activity over the committed turns ([`some_jobs::sim::health`]).
+pub async fn health(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow]) -> Result<Vec<StageHealth>> {
+    let Some(last) = turns.iter().map(|t| t.turn).max() else { return Ok(Vec::new()) };
+    let run = lit(spec.run_id.as_str());
+    let filter = col(sim_actions::run_id).eq(run).and(col(sim_actions::turn).lt_eq(lit(last)));
+    let actions: Vec<SimActionRow> = lake.read(&lake.session().await?, Some(filter)).await?;
+    Ok(stage_health(turns, &actions))
 }
 
 /// Every agent's account and the persona set's follow graph, in agent order.

@@ -17,13 +17,13 @@ use some_jobs::embed::Embedder;
 use some_jobs::progress::Progress;
 use some_jobs::sim::dynamic::Relevance;
 use some_jobs::sim::error::AskError;
-use some_jobs::sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step, enrich, plan};
+use some_jobs::sim::{self, AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step, enrich, plan};
 use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow, sim_agents};
 use some_schemas::{KnowledgeRow, RunId};
 use tokio::sync::OnceCell;
 
 use super::shard::{AgentTurn, NewAgent, ShardWork};
-use super::spec::{RelevanceSource, SimSpec};
+use super::spec::{KnowledgeSource, RelevanceSource, SimSpec};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, installed_embedder};
@@ -48,15 +48,7 @@ impl SimRunner {
                 Error::Invalid(format!("the run ranks persona items with the built-in embedder {0}, which is not installed here: run `some models fetch {0}`, or start the run with --relevance tfidf", spec.embedding_model))
             })?),
         };
-        let knowledge = if spec.knowledge {
-            let rows: Vec<KnowledgeRow> = lake.read(&lake.session().await?, None).await?;
-            if rows.is_empty() {
-                tracing::warn!("the lake has no knowledge rows: agents write posts without knowledge");
-            }
-            (!rows.is_empty()).then(|| PassageStore::from_knowledge(&rows))
-        } else {
-            None
-        };
+        let knowledge = load_knowledge(lake, &spec.knowledge).await?;
         Ok(SimRunner { lake: lake.clone(), spec: spec.clone(), model, embedder, knowledge, agents: OnceCell::new() })
     }
 
@@ -71,17 +63,14 @@ impl SimRunner {
         let shard = work.shard_id(run_id);
         let wrote = match work {
             ShardWork::Setup { agents, .. } => {
-                let count = agents.len() as u64;
-                let rows = self.each(agents, |this, agent| async move { this.set_up(&agent).await }.boxed()).await?;
-                progress.advance(count);
+                let rows = self.each(agents, progress, |this, agent| async move { this.set_up(&agent).await }.boxed()).await?;
                 self.lake.put_once(&path, rows).await?
             }
             ShardWork::Turn { turn, agents, .. } => {
-                let count = agents.len() as u64;
                 // Read once here, before the agents' tasks share it.
                 self.agents().await?;
                 let rows = self
-                    .each(agents, move |this, agent| {
+                    .each(agents, progress, move |this, agent| {
                         async move {
                             let known = this.agents().await?;
                             this.step(known, turn, &agent).await
@@ -89,7 +78,6 @@ impl SimRunner {
                         .boxed()
                     })
                     .await?;
-                progress.advance(count);
                 self.lake.put_once(&path, rows).await?
             }
         };
@@ -101,14 +89,24 @@ impl SimRunner {
 
     /// Runs `work` for each agent, `concurrency` at once, each a task of its
     /// own (a shard's agents use every core: prompts, relevance and replies
-    /// are CPU work when the model answers fast); results in order.
-    async fn each<T, R>(self: &Arc<Self>, agents: Vec<T>, work: impl Fn(Arc<Self>, T) -> BoxFuture<'static, Result<R>>) -> Result<Vec<R>>
+    /// are CPU work when the model answers fast); results in order. Each
+    /// agent done advances `progress` by one.
+    async fn each<T, R>(
+        self: &Arc<Self>,
+        agents: Vec<T>,
+        progress: &dyn Progress,
+        work: impl Fn(Arc<Self>, T) -> BoxFuture<'static, Result<R>>,
+    ) -> Result<Vec<R>>
     where
         R: Send + 'static,
     {
         let tasks = agents.into_iter().map(|agent| {
             let task = tokio::spawn(work(self.clone(), agent));
-            async move { task.await.map_err(|e| Error::Task(format!("an agent's step stopped: {e}")))? }
+            async move {
+                let done = task.await.map_err(|e| Error::Task(format!("an agent's step stopped: {e}")))?;
+                progress.advance(1);
+                done
+            }
         });
         futures::stream::iter(tasks).buffered(self.spec.concurrency.max(1)).try_collect().await
     }
@@ -169,6 +167,28 @@ impl SimRunner {
     }
 }
 
+/// The passages a run's posts take knowledge from; `None` for none. A
+/// source that has no passage is an error: a run asked for knowledge must
+/// not quietly write posts without it.
+pub async fn load_knowledge(lake: &Lake, source: &KnowledgeSource) -> Result<Option<PassageStore>> {
+    let store = match source {
+        KnowledgeSource::None => return Ok(None),
+        KnowledgeSource::Builtin => sim::builtin_passages()?,
+        KnowledgeSource::Lake => {
+            let rows: Vec<KnowledgeRow> = lake.read(&lake.session().await?, None).await?;
+            PassageStore::from_knowledge(&rows)
+        }
+        KnowledgeSource::Hotpotqa { path } => sim::load_hotpotqa(path)?,
+        KnowledgeSource::Passages { path } => sim::load_passages(path)?,
+    };
+    if store.is_empty() {
+        return Err(Error::Invalid(format!(
+            "the knowledge source {source} has no passage: choose another with --knowledge, or --knowledge none"
+        )));
+    }
+    Ok(Some(store))
+}
+
 /// The step of one agent in one turn as its `sim_steps` row.
 fn step_row(run_id: &RunId, turn: some_jobs::sim::Turn, agent: AgentId, step: &some_jobs::sim::Step) -> SimStepRow {
     let Usage { prompt_tokens, completion_tokens, .. } = step.usage;
@@ -199,6 +219,8 @@ pub struct Agent {
     pub plan: Option<Plan>,
     /// The Pareto activity level.
     pub level: f64,
+    /// Why its setup failed; such an agent takes no part, seeding included.
+    pub setup_error: Option<String>,
 }
 
 /// A run's agents as set up, from `sim_agents`.
@@ -211,7 +233,7 @@ pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId,
         };
         let persona: Persona = serde_json::from_str(&r.persona).map_err(|e| bad("persona", e))?;
         let plan: Option<Plan> = r.plan.as_deref().map(serde_json::from_str).transpose().map_err(|e| bad("plan", e))?;
-        out.insert(persona.id, Agent { persona, plan, level: r.activity });
+        out.insert(persona.id, Agent { persona, plan, level: r.activity, setup_error: r.error });
     }
     Ok(out)
 }
