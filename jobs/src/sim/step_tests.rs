@@ -215,3 +215,27 @@ fn a_batched_turn_decides_the_whole_feed_in_one_call_within_the_quotas() {
     assert_eq!(step.calls, 1);
     assert!(model.requests()[0].messages[0].content.contains("you like at most 2, reblog at most 1 and comment on at most 1"));
 }
+
+/// The second week's posting turn must not ask what the first asked: a
+/// deterministic model would suggest the same topics and the duplicate
+/// check would refuse every post (a second week without posts).
+#[test]
+fn a_later_posting_turn_asks_with_the_agents_recent_posts_and_its_own_seed() {
+    let (persona, plan) = (sarah(), plan(0));
+    let settings = StepSettings { seed: Some(7), reflection: false, ..StepSettings::default() };
+    let ask = |memory: &Memory, turn: Turn| {
+        // A second try after a duplicate gets a new text.
+        let model = Scripted::new(["1. Dog training tips", "Clicker training builds trust with a rescue dog.", "Marathon week done."]);
+        let input = StepInput { persona: &persona, plan: &plan, memory, turn, feed: &[], posts: 1 };
+        let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
+        let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
+        (model.requests(), step.memory)
+    };
+    let (first, memory) = ask(&Memory::default(), Turn(19));
+    let (second, _) = ask(&memory, Turn(19 + 168));
+    let topics = |r: &[ChatRequest]| r[0].messages[0].content.clone();
+    assert!(topics(&first).contains("What you posted recently:\n(nothing yet)"), "{}", topics(&first));
+    assert!(topics(&second).contains("- Clicker training builds trust with a rescue dog."), "{}", topics(&second));
+    assert_ne!(first[0].seed, second[0].seed, "each turn samples with its own seed");
+    assert_eq!(first[0].seed, ask(&Memory::default(), Turn(19)).0[0].seed, "and a replay with the same one");
+}

@@ -182,5 +182,17 @@ mod tests {
         assert_eq!(similarity("a b c", "d e"), 0.0);
         assert!((similarity("same words here", "same words here") - 1.0).abs() < 1e-12);
     }
+
+    #[test]
+    fn hashed_vectors_are_unit_length_deterministic_and_compare_words() {
+        let a = hashed_vector("Bread and baking bread", 512);
+        assert_eq!(a, hashed_vector("bread baking and BREAD", 512), "order and case do not matter");
+        assert!((a.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-6);
+        let cos = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f32>();
+        let near = cos(&a, &hashed_vector("baking bread at home", 512));
+        let far = cos(&a, &hashed_vector("chess openings for beginners", 512));
+        assert!(near > 0.5 && far.abs() < 1e-6, "near {near}, far {far}");
+        assert_eq!(hashed_vector("", 8), vec![0.0; 8], "no token, a zero vector");
+    }
 }
 
