@@ -2,6 +2,7 @@
 //! plan's quotas, retries, de-duplication, knowledge and reflection.
 
 use super::*;
+use crate::chat::Message;
 use crate::sim::persona::Profile;
 use crate::sim::test_model::{Scripted, persona};
 
@@ -108,6 +109,17 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
         sent[7].contains("1. A post by user 5 says: A new owner reports")
             && sent[7].contains("2. A post by user 6 says: New running shoes review. What you did: you liked it.")
     );
+
+    let requests = model.requests();
+    assert_eq!(requests[2].messages[1], Message::assistant("I am not sure."), "the retry shows the reply that failed");
+    assert!(
+        requests[2].messages[2].content.starts_with("Your reply could not be used: decision reply cannot be read:"),
+        "{:?}",
+        requests[2].messages[2]
+    );
+    let follow = requests[7].response_format.as_ref().expect("reflection asks for its schema");
+    assert_eq!((follow.name.as_str(), &follow.schema["properties"]["follow"]["items"]["enum"]), ("follow", &serde_json::json!([5, 6])));
+    assert!(requests[..7].iter().all(|r| r.response_format.is_none()), "decisions, topics and posts are free text");
 
     let m = &step.memory;
     assert_eq!(m.short_term.len(), 2);
