@@ -2,6 +2,12 @@
 //! OpenAI-compatible endpoint, the built-in model) live in `workers`; jobs
 //! see only this trait, so the agent loop and the tools are tested with a
 //! scripted model.
+//!
+//! A request may carry a JSON schema for the reply ([`JsonSchema`]): an
+//! endpoint that supports structured output (vLLM, llama.cpp's server, the
+//! built-in model) then writes only replies that follow it. The schema is a
+//! constraint, not a protocol: the caller reads the reply with the same
+//! parser whether the endpoint honoured it or not.
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +58,21 @@ impl Message {
     }
 }
 
+/// A JSON schema the reply must follow: OpenAI's `response_format` of type
+/// `json_schema` (sent with `"strict": true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchema {
+    /// A name for the schema (`[a-zA-Z0-9_-]`, as OpenAI requires).
+    pub name: String,
+    pub schema: serde_json::Value,
+}
+
+impl JsonSchema {
+    pub fn new(name: &str, schema: serde_json::Value) -> JsonSchema {
+        JsonSchema { name: name.to_string(), schema }
+    }
+}
+
 /// A chat completion request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -62,6 +83,9 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     pub seed: Option<u64>,
     pub max_tokens: Option<u32>,
+    /// The schema the reply must follow, where the endpoint can constrain it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<JsonSchema>,
 }
 
 /// Token counts of one call.

@@ -230,6 +230,7 @@ pub async fn run_episode(
             temperature: settings.temperature,
             seed: settings.seed.map(|s| s.wrapping_add(u64::from(episode.llm_calls))),
             max_tokens: settings.max_tokens,
+            response_format: None,
         };
         let call_started = Instant::now();
         let response = match ctx.model.chat(&request).await {

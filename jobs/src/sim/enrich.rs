@@ -2,7 +2,17 @@
 //! fields ([`Profile`]).
 //!
 //! The prompt (`prompts/sim/enrich.txt`, our wording of the paper's
-//! Appendix A instructions) asks for one JSON object with the paper's keys.
+//! Appendix A instructions) asks for one JSON object with the paper's keys,
+//! and [`json_schema`] is that object for endpoints with structured output.
+//!
+//! The reply must fit its length limit ([`MAX_TOKENS`]). Asked for "detail"
+//! without a length, the built-in 0.5B model wrote passages of 1,500
+//! characters and more and was cut off mid-string at the default 512 tokens,
+//! on every retry. So the prompt states a length for each field (the three
+//! passages in sentences and words, which models can follow), the schema
+//! bounds each string ([`MAX_CHARS`], which grammar-constrained endpoints
+//! enforce), and the request's limit covers the longest reply the schema
+//! allows.
 //! The reply is read strictly: a Markdown fence around the object is the
 //! only slack; anything else that is not exactly the object (invalid JSON,
 //! an unknown or missing key, a duplicate key, a wrong type, an empty value)
@@ -12,12 +22,50 @@
 
 use serde_json::Value;
 
-use super::error::{Answered, AskError, ReplyError, ask, json_body};
+use super::error::{Answered, AskError, Question, ReplyError, ask, json_body};
 use super::persona::{Persona, Profile};
-use crate::chat::ChatModel;
+use crate::chat::{ChatModel, JsonSchema};
 
 const PROMPT: &str = include_str!("../../prompts/sim/enrich.txt");
 const WHAT: &str = "enrichment";
+
+/// The longest value of each string field, in characters, in
+/// [`Profile::KEYS`] order ("age" is a number): about 60 words for the
+/// history, 40 for the preferences and the knowledge, as the prompt asks.
+pub const MAX_CHARS: [(&str, u32); 8] = [
+    ("name", 40),
+    ("gender", 20),
+    ("nationality", 30),
+    ("personality", 80),
+    ("hobbies", 80),
+    ("detailed historical behaviour information", 400),
+    ("preferences for social media content", 280),
+    ("knowledge", 280),
+];
+
+/// The reply's length limit: the values allow 1,210 characters, about 300
+/// tokens of English, and keys, quotes and spaces add about 80; the rest is
+/// room for text that tokenizes poorly (names, escapes).
+pub const MAX_TOKENS: u32 = 640;
+
+/// The JSON schema of an enriched persona: every key required, no other,
+/// strings non-empty and bounded by [`MAX_CHARS`].
+pub fn json_schema() -> serde_json::Value {
+    let mut properties = serde_json::Map::new();
+    for key in Profile::KEYS {
+        let value = match MAX_CHARS.iter().find(|(k, _)| *k == key) {
+            Some((_, max)) => serde_json::json!({"type": "string", "minLength": 1, "maxLength": max}),
+            None => serde_json::json!({"type": "integer", "minimum": 0, "maximum": 150}),
+        };
+        properties.insert(key.to_string(), value);
+    }
+    serde_json::json!({"type": "object", "additionalProperties": false, "required": Profile::KEYS, "properties": properties})
+}
+
+/// The enrichment question for one persona.
+pub fn question(persona: &Persona) -> Question {
+    Question { schema: Some(JsonSchema::new("persona", json_schema())), max_tokens: Some(MAX_TOKENS), ..Question::new(prompt(persona)) }
+}
 
 /// The enrichment prompt for one persona.
 pub fn prompt(persona: &Persona) -> String {
@@ -56,7 +104,7 @@ pub fn parse_profile(reply: &str) -> Result<Profile, ReplyError> {
 
 /// Enriches one persona, asking again when a reply cannot be read.
 pub async fn enrich(model: &dyn ChatModel, persona: &Persona, max_attempts: u32, seed: Option<u64>) -> Result<Answered<Profile>, AskError> {
-    ask(model, prompt(persona), max_attempts, seed, parse_profile).await
+    ask(model, &question(persona), max_attempts, seed, parse_profile).await
 }
 
 #[cfg(test)]
@@ -90,6 +138,23 @@ mod tests {
         assert!(e.to_string().contains("duplicate key \"name\""), "{e}");
     }
 
+    #[test]
+    fn the_schema_bounds_every_field_and_the_limit_covers_it() {
+        let s = json_schema();
+        assert_eq!(s["required"], serde_json::json!(Profile::KEYS));
+        assert_eq!(s["properties"]["age"], serde_json::json!({"type": "integer", "minimum": 0, "maximum": 150}));
+        assert_eq!(s["properties"]["knowledge"], serde_json::json!({"type": "string", "minLength": 1, "maxLength": 280}));
+        let chars: u32 = MAX_CHARS.iter().map(|(_, n)| n).sum();
+        assert_eq!(chars, 1210);
+        // At 3 characters a token (below English's 4) the longest reply still fits.
+        assert!(chars / 3 + 9 * 12 < MAX_TOKENS, "{chars}");
+        assert!(parse_profile(GOOD).is_ok(), "the example reply is within every bound");
+        for (key, max) in MAX_CHARS {
+            let value = serde_json::from_str::<serde_json::Value>(GOOD).unwrap()[key].as_str().unwrap().chars().count();
+            assert!(value <= max as usize, "{key}: {value} > {max}");
+        }
+    }
+
     fn persona() -> Persona {
         crate::sim::test_model::persona(1, "a nurse who hikes")
     }
@@ -101,7 +166,12 @@ mod tests {
         assert_eq!((got.calls, got.value.age), (2, 34));
         let sent = model.requests();
         assert!(sent[0].messages[0].content.contains("Description: a nurse who hikes\n"));
-        assert_eq!(sent[0].seed, Some(7));
+        assert_eq!((sent[0].seed, sent[1].seed), (Some(7), Some(8)));
+        assert_eq!((sent[0].max_tokens, sent[1].max_tokens), (Some(MAX_TOKENS), Some(MAX_TOKENS)));
+        let schema = sent[0].response_format.as_ref().expect("enrichment asks for its schema");
+        assert_eq!((schema.name.as_str(), &schema.schema), ("persona", &json_schema()));
+        assert_eq!(sent[1].messages[1].content, "not json");
+        assert!(sent[1].messages[2].content.starts_with("Your reply could not be used: enrichment reply is not valid JSON: expected"));
 
         let model = Scripted::new(["nope", "{\"name\": \"A\"}"]);
         let err = futures::executor::block_on(enrich(&model, &persona(), 2, None)).unwrap_err();

@@ -27,10 +27,10 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::error::{Answered, AskError, ReplyError, ask, json_body};
+use super::error::{Answered, AskError, Question, ReplyError, ask, json_body};
 use super::ids::Turn;
 use super::persona::Persona;
-use crate::chat::ChatModel;
+use crate::chat::{ChatModel, JsonSchema};
 
 const PROMPT: &str = include_str!("../../prompts/sim/plan.txt");
 const WHAT: &str = "plan";
@@ -69,7 +69,13 @@ pub async fn make(
     max_attempts: u32,
     seed: Option<u64>,
 ) -> Result<Answered<Plan>, AskError> {
-    ask(model, prompt(persona, activity), max_attempts, seed, Plan::parse).await
+    ask(model, &question(persona, activity), max_attempts, seed, Plan::parse).await
+}
+
+/// The planning question: the prompt, and [`json_schema`] for endpoints
+/// with structured output.
+pub fn question(persona: &Persona, activity: f64) -> Question {
+    Question { schema: Some(JsonSchema::new("plan", json_schema())), ..Question::new(prompt(persona, activity)) }
 }
 
 /// The planning prompt.
@@ -88,7 +94,7 @@ pub fn json_schema() -> serde_json::Value {
         "required": ["browsing_time", "posting_days", "posting_time", "like_probability", "reblog_probability", "comment_probability", "posts_per_week"],
         "properties": {
             "browsing_time": time, "posting_time": time,
-            "posting_days": {"type": "array", "items": {"enum": days}, "minItems": 1},
+            "posting_days": {"type": "array", "items": {"type": "string", "enum": days}, "minItems": 1, "maxItems": 7},
             "like_probability": pct, "reblog_probability": pct, "comment_probability": pct,
             "posts_per_week": {"type": "integer", "minimum": 0, "maximum": 100}
         }

@@ -75,6 +75,23 @@ fn the_schema_requires_every_field() {
 }
 
 #[test]
+fn planning_sends_the_schema_and_a_retry_names_the_problem() {
+    let model = crate::sim::test_model::Scripted::new(["I'd rather not plan.", FIGURE_5]);
+    let persona = crate::sim::test_model::persona(2, "a baker");
+    let got = futures::executor::block_on(make(&model, &persona, 0.5, 2, Some(11))).unwrap();
+    assert_eq!((got.value, got.calls), (expected(), 2));
+    let sent = model.requests();
+    let schema = sent[0].response_format.as_ref().expect("planning asks for its schema");
+    assert_eq!((schema.name.as_str(), &schema.schema), ("plan", &json_schema()));
+    assert_eq!(sent[1].response_format, sent[0].response_format);
+    assert_eq!((sent[0].seed, sent[1].seed), (Some(11), Some(12)));
+    assert_eq!(
+        sent[1].messages[2].content,
+        "Your reply could not be used: plan reply cannot be read: it names none of the plan's fields. Answer the request above again, in exactly the form it asks for, and write nothing else."
+    );
+}
+
+#[test]
 fn the_idle_plan_never_acts() {
     let idle = Plan::idle();
     assert!((0..168).all(|t| !idle.browsing_at(Turn(t)) && !idle.posting_at(Turn(t))));

@@ -12,13 +12,16 @@
 //! follow; otherwise the user ids named, which must be authors in the
 //! history shown (a model naming someone it never saw is an error, not a
 //! follow). The paper asks for one id; up to [`MAX_FOLLOWS`] are taken.
+//! Endpoints with structured output are sent [`json_schema`], an object
+//! `{"follow": [ids]}` whose ids can only be the authors shown; the parser
+//! reads that form too, an empty list being no follow.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 use some_schemas::sim::ActionKind;
 
-use super::error::ReplyError;
+use super::error::{ReplyError, json_body};
 use super::ids::{AgentId, TURNS_PER_DAY, Turn};
 use super::memory::Entry;
 
@@ -79,6 +82,38 @@ pub fn reflect_prompt(persona: &str, entries: &[&Entry]) -> String {
     REFLECT.replace("{persona}", persona).replace("{history}", &history.join("\n"))
 }
 
+/// The JSON schema of a reflection reply: the users to follow, each one of
+/// `authors` (the authors of the posts shown), at most [`MAX_FOLLOWS`].
+/// `None` when there is no author to follow: no id could be valid.
+pub fn json_schema(authors: &[AgentId]) -> Option<serde_json::Value> {
+    if authors.is_empty() {
+        return None;
+    }
+    let ids: Vec<u32> = authors.iter().map(|a| a.0).collect();
+    Some(serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["follow"],
+        "properties": {"follow": {"type": "array", "items": {"type": "integer", "enum": ids}, "maxItems": MAX_FOLLOWS}}
+    }))
+}
+
+/// The ids of a `{"follow": [...]}` reply, if the reply is one.
+fn json_follows(reply: &str) -> Option<Result<Vec<AgentId>, ReplyError>> {
+    let value: serde_json::Value = serde_json::from_str(json_body(reply)).ok()?;
+    let list = value.as_object()?.get("follow")?;
+    let bad = |cause: String| ReplyError::BadValue { what: WHAT, field: "follow".into(), cause };
+    let Some(items) = list.as_array() else {
+        return Some(Err(bad(format!("is {}, not a list of user ids", crate::json::type_name(list)))));
+    };
+    Some(
+        items
+            .iter()
+            .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).map(AgentId).ok_or_else(|| bad(format!("holds {v}, not a user id"))))
+            .collect(),
+    )
+}
+
 fn ids() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(r"\d+").unwrap_or_else(|e| panic!("{e}")))
@@ -88,8 +123,11 @@ fn ids() -> &'static Regex {
 /// the history shown.
 pub fn parse_follow(reply: &str, authors: &[AgentId]) -> Result<Vec<AgentId>, ReplyError> {
     let lower = reply.trim().to_lowercase();
-    let named: Vec<AgentId> = ids().find_iter(&lower).filter_map(|m| m.as_str().parse::<u32>().ok()).map(AgentId).collect();
-    if named.is_empty() {
+    let (named, json) = match json_follows(reply) {
+        Some(ids) => (ids?, true),
+        None => (ids().find_iter(&lower).filter_map(|m| m.as_str().parse::<u32>().ok()).map(AgentId).collect(), false),
+    };
+    if named.is_empty() && !json {
         if ["not follow", "don't follow", "no one", "nobody", "none"].iter().any(|w| lower.contains(w)) {
             return Ok(Vec::new());
         }
@@ -160,5 +198,20 @@ mod tests {
         let e = parse_follow("user 99", &authors).unwrap_err();
         assert_eq!(e.to_string(), "reflection reply: field \"user id\" 99 is not an author of the posts shown");
         assert!(matches!(parse_follow("Hmm, maybe.", &authors), Err(ReplyError::Unreadable { .. })));
+    }
+
+    #[test]
+    fn the_schemas_form_is_read_and_offers_only_the_authors_shown() {
+        let authors = [AgentId(17), AgentId(4)];
+        assert_eq!(parse_follow(r#"{"follow": [4, 17, 4]}"#, &authors).unwrap(), [AgentId(4), AgentId(17)]);
+        assert_eq!(parse_follow(r#"{"follow": []}"#, &authors).unwrap(), []);
+        let e = parse_follow(r#"{"follow": [99]}"#, &authors).unwrap_err();
+        assert_eq!(e.to_string(), "reflection reply: field \"user id\" 99 is not an author of the posts shown");
+        let e = parse_follow(r#"{"follow": "17"}"#, &authors).unwrap_err();
+        assert_eq!(e.to_string(), "reflection reply: field \"follow\" is a string, not a list of user ids");
+        let schema = json_schema(&authors).unwrap();
+        assert_eq!(schema["properties"]["follow"]["items"]["enum"], serde_json::json!([17, 4]));
+        assert_eq!(schema["properties"]["follow"]["maxItems"], 3);
+        assert_eq!(json_schema(&[]), None);
     }
 }

@@ -15,10 +15,11 @@
 //! 4. if two simulated days have passed since its last reflection,
 //!    reflects on the posts it reacted to and follows whom it chose.
 //!
-//! A reply that cannot be read is asked again up to `max_attempts` times,
-//! then recorded as a [`StepFailure`] and that part of the turn is skipped;
-//! a model or embedder error fails the whole step (the worker retries the
-//! turn), so a step is either complete or has no effect. Memory records
+//! A reply that cannot be read is asked again (with a different seed and a
+//! message naming what was wrong) up to `max_attempts` times, then recorded
+//! as a [`StepFailure`] and that part of the turn is skipped; a model or
+//! embedder error fails the whole step (the worker retries the turn), so a
+//! step is either complete or has no effect. Memory records
 //! what the agent decided, before the platform rules on it.
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +28,7 @@ use some_schemas::sim::ActionKind;
 use super::decide::{self, Decision, FeedPost};
 use super::decide_feed;
 use super::dynamic::{DynamicSettings, Relevance, persona_for};
-use super::error::ReplyError;
+use super::error::{Question, ReplyError, ask_until};
 use super::ids::{AgentId, PostId, Turn};
 use super::knowledge::{KnowledgeSettings, PassageStore};
 use super::memory::{Entry, Memory};
@@ -35,7 +36,7 @@ use super::persona::Persona;
 use super::plan::Plan;
 use super::platform::{Action, AgentAction};
 use super::reflect;
-use crate::chat::{ChatModel, ChatRequest, Message, ModelError, Usage};
+use crate::chat::{ChatModel, JsonSchema, ModelError, Usage};
 use crate::embed::EmbedError;
 
 /// How an agent decides on the posts it is shown.
@@ -167,19 +168,23 @@ impl Run<'_> {
 
     /// Asks until the reply parses, up to `max_attempts`.
     async fn ask<T>(&mut self, prompt: String, parse: impl Fn(&str) -> Result<T, ReplyError>) -> Result<Result<T, ReplyError>, StepError> {
+        self.ask_question(Question::new(prompt), parse).await
+    }
+
+    /// Asks `question` with the settings' temperature and seed until the
+    /// reply parses, up to `max_attempts`, each retry a different request
+    /// ([`super::error::retry_request`]).
+    async fn ask_question<T>(
+        &mut self,
+        question: Question,
+        parse: impl Fn(&str) -> Result<T, ReplyError>,
+    ) -> Result<Result<T, ReplyError>, StepError> {
         let s = self.ctx.settings;
-        let request = ChatRequest { messages: vec![Message::user(prompt)], temperature: s.temperature, seed: self.seed, ..Default::default() };
-        let mut last = None;
-        for _ in 0..s.max_attempts.max(1) {
-            let reply = self.ctx.model.chat(&request).await?;
-            self.step.calls += 1;
-            self.step.usage += reply.usage;
-            match parse(&reply.content) {
-                Ok(v) => return Ok(Ok(v)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Ok(Err(last.unwrap_or(ReplyError::Unreadable { what: "reply", cause: "no attempt".into() })))
+        let question = Question { temperature: s.temperature, ..question };
+        let outcome = ask_until(self.ctx.model, &question.request(self.seed), s.max_attempts, parse).await?;
+        self.step.calls += outcome.calls;
+        self.step.usage += outcome.usage;
+        Ok(outcome.result.map_err(|(e, _)| e))
     }
 }
 
@@ -375,7 +380,11 @@ async fn reflect_and_follow(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<
     let persona = persona_for(input.persona, &query.join(" "), &run.ctx.settings.dynamic, run.ctx.relevance).await?;
     let mut authors: Vec<AgentId> = entries.iter().map(|e| e.author).filter(|a| *a != run.agent).collect();
     authors.dedup();
-    match run.ask(reflect::reflect_prompt(&persona, &refs), |r| reflect::parse_follow(r, &authors)).await? {
+    let question = Question {
+        schema: reflect::json_schema(&authors).map(|s| JsonSchema::new("follow", s)),
+        ..Question::new(reflect::reflect_prompt(&persona, &refs))
+    };
+    match run.ask_question(question, |r| reflect::parse_follow(r, &authors)).await? {
         Ok(follows) => {
             let names: Vec<String> = follows.iter().map(ToString::to_string).collect();
             for agent in follows {

@@ -2,6 +2,7 @@
 //! plan's quotas, retries, de-duplication, knowledge and reflection.
 
 use super::*;
+use crate::chat::Message;
 use crate::sim::persona::Profile;
 use crate::sim::test_model::{Scripted, persona};
 
@@ -108,6 +109,17 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
         sent[7].contains("1. A post by user 5 says: A new owner reports")
             && sent[7].contains("2. A post by user 6 says: New running shoes review. What you did: you liked it.")
     );
+
+    let requests = model.requests();
+    assert_eq!(requests[2].messages[1], Message::assistant("I am not sure."), "the retry shows the reply that failed");
+    assert!(
+        requests[2].messages[2].content.starts_with("Your reply could not be used: decision reply cannot be read:"),
+        "{:?}",
+        requests[2].messages[2]
+    );
+    let follow = requests[7].response_format.as_ref().expect("reflection asks for its schema");
+    assert_eq!((follow.name.as_str(), &follow.schema["properties"]["follow"]["items"]["enum"]), ("follow", &serde_json::json!([5, 6])));
+    assert!(requests[..7].iter().all(|r| r.response_format.is_none()), "decisions, topics and posts are free text");
 
     let m = &step.memory;
     assert_eq!(m.short_term.len(), 2);
@@ -233,7 +245,7 @@ fn a_later_posting_turn_asks_with_the_agents_recent_posts_and_its_own_seed() {
     };
     let (first, memory) = ask(&Memory::default(), Turn(19));
     let (second, _) = ask(&memory, Turn(19 + 168));
-    let topics = |r: &[ChatRequest]| r[0].messages[0].content.clone();
+    let topics = |r: &[crate::chat::ChatRequest]| r[0].messages[0].content.clone();
     assert!(topics(&first).contains("What you posted recently:\n(nothing yet)"), "{}", topics(&first));
     assert!(topics(&second).contains("- Clicker training builds trust with a rescue dog."), "{}", topics(&second));
     assert_ne!(first[0].seed, second[0].seed, "each turn samples with its own seed");

@@ -11,6 +11,12 @@
 //! - A per-call timeout, and token and latency accounting per call.
 //! - An optional response cache keyed by the request, so a rerun of the
 //!   same requests costs nothing (use it with a fixed seed).
+//! - A request's JSON schema goes out as OpenAI's `response_format` of type
+//!   `json_schema` (strict), which vLLM and llama.cpp's server enforce. An
+//!   endpoint that refuses it (a 400 or 422 whose message names
+//!   `response_format` or `json_schema`) is asked again without it, and so
+//!   is every later request to that endpoint; a warning says so once. The
+//!   caller's parser reads the reply either way.
 //!
 //! It speaks the wire format directly over the `reqwest` the build already
 //! has, rather than through async-openai: that crate's typed responses
@@ -19,7 +25,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
@@ -74,6 +80,8 @@ impl Default for ClientSettings {
 struct Slot {
     endpoint: Endpoint,
     in_flight: AtomicUsize,
+    /// The endpoint answered a `response_format` with a refusal.
+    refuses_schema: AtomicBool,
 }
 
 /// Totals since the client was made.
@@ -100,6 +108,8 @@ pub struct OpenAiClient {
 /// A failed attempt, classified.
 #[derive(Debug)]
 struct Failure {
+    /// The HTTP status, if the endpoint answered.
+    status: Option<u16>,
     transient: bool,
     retry_after: Option<Duration>,
     endpoint: String,
@@ -107,6 +117,14 @@ struct Failure {
 }
 
 impl Failure {
+    /// A refusal of the request's `response_format` (vLLM, llama.cpp's
+    /// server and OpenAI name the field in their 400 answers).
+    fn refuses_schema(&self) -> bool {
+        let message = self.message.to_lowercase();
+        matches!(self.status, Some(400 | 422))
+            && ["response_format", "json_schema", "response format", "json schema"].iter().any(|w| message.contains(w))
+    }
+
     fn into_model_error(self) -> ModelError {
         if self.transient {
             ModelError::Transient { endpoint: self.endpoint, message: self.message }
@@ -142,7 +160,10 @@ impl OpenAiClient {
             .map_err(|e| permanent(format!("http client: {e}")))?;
         Ok(OpenAiClient {
             model: model.to_string(),
-            slots: endpoints.into_iter().map(|endpoint| Slot { endpoint, in_flight: AtomicUsize::new(0) }).collect(),
+            slots: endpoints
+                .into_iter()
+                .map(|endpoint| Slot { endpoint, in_flight: AtomicUsize::new(0), refuses_schema: AtomicBool::new(false) })
+                .collect(),
             http,
             permits: Semaphore::new(settings.concurrency.max(1)),
             settings,
@@ -185,9 +206,32 @@ impl OpenAiClient {
             })
     }
 
+    /// One attempt; without the body's `response_format` where the endpoint
+    /// refuses it (found out here, on the first refusal).
     async fn attempt(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
+        let Some(plain) = without_schema(body) else { return self.send(slot, path, body).await };
+        if slot.refuses_schema.load(Ordering::Relaxed) {
+            return self.send(slot, path, &plain).await;
+        }
+        match self.send(slot, path, body).await {
+            Err(f) if f.refuses_schema() => {
+                if !slot.refuses_schema.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        endpoint = %slot.endpoint.base_url,
+                        error = %f.message,
+                        "the endpoint refuses response_format json_schema; asking it without a schema from now on"
+                    );
+                }
+                self.send(slot, path, &plain).await
+            }
+            other => other,
+        }
+    }
+
+    async fn send(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
         let url = format!("{}{path}", slot.endpoint.base_url);
         let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure {
+            status: None,
             transient,
             retry_after,
             endpoint: slot.endpoint.base_url.clone(),
@@ -211,7 +255,7 @@ impl OpenAiClient {
         if !status.is_success() {
             let transient = status.as_u16() == 429 || status.is_server_error() || status.as_u16() == 408;
             let detail: String = text.chars().take(300).collect();
-            return Err(fail(transient, wait, format!("HTTP {status}: {detail}")));
+            return Err(Failure { status: Some(status.as_u16()), ..fail(transient, wait, format!("HTTP {status}: {detail}")) });
         }
         serde_json::from_str(&text)
             .map_err(|e| fail(false, None, format!("the answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>())))
@@ -245,6 +289,14 @@ fn message_json(m: &Message) -> Value {
     v
 }
 
+/// The body without its `response_format`; `None` if it has none.
+fn without_schema(body: &Value) -> Option<Value> {
+    body.get("response_format")?;
+    let mut plain = body.clone();
+    plain.as_object_mut()?.remove("response_format");
+    Some(plain)
+}
+
 /// The request body of a chat completion.
 pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
     let mut body = json!({"model": model, "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(), "stream": false});
@@ -259,6 +311,9 @@ pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
     }
     if let Some(m) = request.max_tokens {
         body["max_tokens"] = json!(m);
+    }
+    if let Some(f) = &request.response_format {
+        body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": f.name, "schema": f.schema, "strict": true}});
     }
     body
 }
@@ -403,3 +458,7 @@ impl Embedder for OpenAiEmbedder {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

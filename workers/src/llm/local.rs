@@ -13,6 +13,13 @@
 //! Tools in a native-protocol request are rendered into the system prompt
 //! in the text protocol's form and the reply's calls are returned as
 //! `tool_calls`, so native and text clients both work.
+//!
+//! A request with a JSON schema is answered under a grammar made from it
+//! ([`super::gbnf`]): llama.cpp's grammar sampler removes every token that
+//! would leave the schema. As llama.cpp's own sampler does, the token is
+//! first chosen without the grammar and only checked against it; the pass
+//! over the whole vocabulary under the grammar runs only when that token
+//! is refused, which is rare once a reply is under way.
 
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,7 +33,9 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, JsonSchema, Message, ModelError, Role, Usage};
 use some_jobs::protocol::{NativeToolCall, parse_reply};
 
 use crate::error::{Error, Result};
@@ -151,6 +160,13 @@ impl LocalModel {
         self.model.apply_chat_template(&self.template, &chat, true).map_err(|e| model_err(&self.name, e))
     }
 
+    /// The grammar sampler of a request's schema.
+    fn grammar(&self, format: &JsonSchema) -> std::result::Result<LlamaSampler, ModelError> {
+        let refused = |e: &dyn std::fmt::Display| model_err(&self.name, format!("response_format json_schema {:?}: {e}", format.name));
+        let gbnf = super::gbnf::to_gbnf(&format.schema).map_err(|e| refused(&e))?;
+        LlamaSampler::grammar(self.model, &gbnf, "root").map_err(|e| refused(&format!("llama.cpp refused its grammar: {e}")))
+    }
+
     /// Runs one completion on the calling thread.
     pub fn complete_blocking(&self, request: &ChatRequest) -> std::result::Result<ChatResponse, ModelError> {
         let started = Instant::now();
@@ -189,6 +205,7 @@ impl LocalModel {
             slot.ctx.0.decode(&mut batch).map_err(|e| err(&e))?;
         }
         slot.tokens = tokens.clone();
+        let mut grammar = request.response_format.as_ref().map(|f| self.grammar(f)).transpose()?;
         let mut sampler = match request.temperature {
             Some(t) if t > 0.0 => LlamaSampler::chain_simple([LlamaSampler::temp(t), LlamaSampler::dist(request.seed.unwrap_or(0) as u32)]),
             _ => LlamaSampler::greedy(),
@@ -198,8 +215,15 @@ impl LocalModel {
         let mut finish = "length";
         let mut last_index = batch.n_tokens() - 1;
         for _ in 0..max_new {
-            let token = sampler.sample(&slot.ctx.0, last_index);
-            sampler.accept(token);
+            let token = match grammar.as_mut() {
+                Some(g) => constrained(&mut sampler, g, &slot.ctx.0, last_index)
+                    .ok_or_else(|| err(&"the schema's grammar allows no next token"))?,
+                None => {
+                    let token = sampler.sample(&slot.ctx.0, last_index);
+                    sampler.accept(token);
+                    token
+                }
+            };
             if vocab.is_eog(token) {
                 finish = "stop";
                 break;
@@ -240,6 +264,32 @@ impl LocalModel {
     pub fn threads(&self) -> i32 {
         self.threads
     }
+}
+
+/// The next token under a grammar, accepted by both samplers: the
+/// sampler's own choice if the grammar allows it, else its choice among the
+/// tokens the grammar allows; `None` if the grammar allows none.
+fn constrained(sampler: &mut LlamaSampler, grammar: &mut LlamaSampler, ctx: &LlamaContext<'_>, index: i32) -> Option<LlamaToken> {
+    let mut all = ctx.token_data_array_ith(index);
+    sampler.apply(&mut all);
+    let allowed = |grammar: &mut LlamaSampler, token: LlamaToken| {
+        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+        grammar.apply(&mut one);
+        one.data.first().is_some_and(|d| d.logit().is_finite())
+    };
+    let token = match all.selected_token() {
+        Some(token) if allowed(grammar, token) => token,
+        _ => {
+            let mut all = ctx.token_data_array_ith(index);
+            grammar.apply(&mut all);
+            sampler.apply(&mut all);
+            let chosen = all.selected.and_then(|i| all.data.get(i)).filter(|d| d.logit().is_finite())?;
+            chosen.id()
+        }
+    };
+    grammar.accept(token);
+    sampler.accept(token);
+    Some(token)
 }
 
 /// How many leading tokens two sequences share.

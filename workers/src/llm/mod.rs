@@ -1,7 +1,9 @@
 //! Model clients: any OpenAI-compatible endpoint ([`OpenAiClient`]), and
-//! the built-in model served in-process.
+//! the built-in model served in-process, which follows a request's JSON
+//! schema through a grammar ([`gbnf`]).
 
 mod client;
+mod gbnf;
 mod local;
 mod select;
 pub mod serve;

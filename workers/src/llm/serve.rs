@@ -3,7 +3,10 @@
 //!
 //! - `POST /v1/chat/completions` (tools accepted; `"stream": true` answers
 //!   with server-sent events as the OpenAI API does, the whole reply in one
-//!   content chunk: the built-in models do not hand out tokens as they go)
+//!   content chunk: the built-in models do not hand out tokens as they go;
+//!   a `response_format` of type `json_schema` is passed to the model, which
+//!   constrains its reply to it, and other types but `text` are refused
+//!   with a 400 naming `response_format`, so clients fall back)
 //! - `POST /v1/embeddings` (the built-in embedder)
 //! - `GET /v1/models`
 //!
@@ -19,7 +22,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use some_jobs::chat::{ChatModel, ChatRequest, Message, NativeCallRecord, Role};
+use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, NativeCallRecord, Role};
 use some_jobs::embed::{Embedder, Purpose};
 
 use crate::error::{Error, Result};
@@ -49,6 +52,22 @@ fn refusal(body: &Value, served: &str) -> Option<Response> {
                 .into_response(),
         ),
         _ => None,
+    }
+}
+
+/// Reads OpenAI's `response_format`: a `json_schema` one is the reply's
+/// schema; `text` (or none) is no schema.
+fn response_format(body: &Value) -> std::result::Result<Option<JsonSchema>, String> {
+    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else { return Ok(None) };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_schema") => {
+            let spec = &format["json_schema"];
+            let schema = spec.get("schema").filter(|s| s.is_object()).ok_or("response_format.json_schema.schema must be an object")?;
+            let name = spec.get("name").and_then(Value::as_str).unwrap_or("reply");
+            Ok(Some(JsonSchema::new(name, schema.clone())))
+        }
+        other => Err(format!("response_format of type {other:?} is not supported; use \"json_schema\" with a schema")),
     }
 }
 
@@ -101,6 +120,7 @@ pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, Stri
         temperature: body.get("temperature").and_then(Value::as_f64).map(|t| t as f32),
         seed: body.get("seed").and_then(Value::as_u64),
         max_tokens: body.get("max_tokens").or_else(|| body.get("max_completion_tokens")).and_then(Value::as_u64).map(|m| m as u32),
+        response_format: response_format(body)?,
     })
 }
 
@@ -253,6 +273,20 @@ mod tests {
         assert_eq!(r.messages[2].tool_call_id.as_deref(), Some("c1"));
         assert_eq!(r.messages[3].content, "hi");
         assert_eq!(parse_chat_request(&json!({"messages": [{"role": "robot"}]})).unwrap_err(), "messages[0]: unknown role Some(\"robot\")");
+    }
+
+    #[test]
+    fn a_json_schema_response_format_is_passed_on_and_others_refused() {
+        let schema = json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "boolean"}}});
+        let body = json!({"messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": true}}});
+        assert_eq!(parse_chat_request(&body).unwrap().response_format, Some(JsonSchema::new("x", schema)));
+        let text = json!({"messages": [], "response_format": {"type": "text"}});
+        assert_eq!(parse_chat_request(&text).unwrap().response_format, None);
+        let object = json!({"messages": [], "response_format": {"type": "json_object"}});
+        assert_eq!(
+            parse_chat_request(&object).unwrap_err(),
+            "response_format of type Some(\"json_object\") is not supported; use \"json_schema\" with a schema"
+        );
     }
 
     async fn post(addr: SocketAddr, body: Value) -> (u16, String, String) {

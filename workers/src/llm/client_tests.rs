@@ -1,0 +1,89 @@
+//! The client against a small endpoint of the test's own: what a request
+//! with a schema sends, and the fallback when an endpoint refuses it.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use some_jobs::chat::JsonSchema;
+
+use super::*;
+
+/// Every body received, and whether the endpoint refuses `response_format`.
+struct Server {
+    bodies: Mutex<Vec<Value>>,
+    refuse: Option<&'static str>,
+}
+
+async fn completions(State(e): State<Arc<Server>>, Json(body): Json<Value>) -> Response {
+    let has_schema = body.get("response_format").is_some();
+    e.bodies.lock().unwrap().push(body);
+    match e.refuse {
+        Some(message) if has_schema => {
+            (StatusCode::BAD_REQUEST, Json(json!({"error": {"message": message, "type": "BadRequestError"}}))).into_response()
+        }
+        _ => Json(json!({
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"follow\": []}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4}
+        }))
+        .into_response(),
+    }
+}
+
+async fn endpoint(refuse: Option<&'static str>) -> (SocketAddr, Arc<Server>) {
+    let state = Arc::new(Server { bodies: Mutex::new(Vec::new()), refuse });
+    let router = axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions)).with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (addr, state)
+}
+
+fn client(addr: SocketAddr) -> OpenAiClient {
+    let settings = ClientSettings { max_retries: 0, ..Default::default() };
+    OpenAiClient::new("m", vec![Endpoint::new(&format!("http://{addr}/v1"))], settings).unwrap()
+}
+
+fn request() -> ChatRequest {
+    let schema = json!({"type": "object", "required": ["follow"], "properties": {"follow": {"type": "array", "items": {"enum": [4]}}}});
+    ChatRequest { messages: vec![Message::user("whom?")], response_format: Some(JsonSchema::new("follow", schema)), ..Default::default() }
+}
+
+#[tokio::test]
+async fn a_schema_goes_out_as_openai_response_format() {
+    let (addr, seen) = endpoint(None).await;
+    let reply = client(addr).chat(&request()).await.unwrap();
+    assert_eq!(reply.content, "{\"follow\": []}");
+    let bodies = seen.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        bodies[0]["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "follow", "schema": request().response_format.unwrap().schema, "strict": true}})
+    );
+    let plain = ChatRequest { response_format: None, ..request() };
+    assert_eq!(chat_body("m", &plain).get("response_format"), None, "no schema, no field");
+}
+
+#[tokio::test]
+async fn an_endpoint_that_refuses_the_schema_is_asked_without_it_from_then_on() {
+    let (addr, seen) = endpoint(Some("response_format: json_schema is not supported by this server")).await;
+    let client = client(addr);
+    assert_eq!(client.chat(&request()).await.unwrap().content, "{\"follow\": []}");
+    assert_eq!(client.chat(&request()).await.unwrap().content, "{\"follow\": []}");
+    let bodies = seen.bodies.lock().unwrap().clone();
+    let with_schema: Vec<bool> = bodies.iter().map(|b| b.get("response_format").is_some()).collect();
+    assert_eq!(with_schema, [true, false, false], "one refusal, then never sent again");
+    assert_eq!(bodies[1]["messages"], bodies[0]["messages"]);
+}
+
+#[tokio::test]
+async fn another_bad_request_is_not_taken_for_a_refused_schema() {
+    let (addr, seen) = endpoint(Some("the model `m` does not exist")).await;
+    let err = client(addr).chat(&request()).await.unwrap_err();
+    assert!(matches!(&err, ModelError::Permanent { message, .. } if message.contains("does not exist")), "{err}");
+    assert_eq!(seen.bodies.lock().unwrap().len(), 1);
+}
