@@ -233,6 +233,40 @@ fn the_papers_experiment_runs_both_weeks_with_feeds_actions_and_follows_to_the_e
 }
 
 #[test]
+fn knowledge_comes_from_a_hotpotqa_file_and_a_malformed_one_is_refused_at_its_line() {
+    let model = sim_model();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let lake = lake.to_str().unwrap();
+    // The scripted posts' topics are "topic N number i" and the enriched
+    // personas know "sourdough starters and pacing": this paragraph is
+    // retrieved for the topic and adopted for the persona.
+    let good = dir.path().join("hotpot.json");
+    std::fs::write(
+        &good,
+        r#"[{"_id": "q1", "question": "?", "answer": "a", "type": "bridge", "level": "easy", "supporting_facts": [],
+            "context": [["Sourdough", ["Sourdough starters and pacing: a topic and number of notes", " on bread."]],
+                        ["Matterhorn", ["The Matterhorn is a mountain of the Alps."]]]}]"#,
+    )
+    .unwrap();
+    let with = |run_id: &str, file: &std::path::Path| {
+        let mut args: Vec<String> = small(&model.url, "memory", run_id, "5").into_iter().filter(|a| a != "--no-knowledge").collect();
+        args.extend(["--knowledge".into(), format!("hotpotqa:{}", file.display())]);
+        run(lake, &args)
+    };
+    with("kb", &good).ok();
+    let adopted = scalar(lake, "SELECT count(*) AS n FROM sim_posts WHERE run_id = 'kb' AND knowledge IS NOT NULL AND knowledge <> '[]'");
+    assert!(adopted > 0, "posts adopted the file's passages");
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[{\"_id\": \"q1\",\n  \"context\": [[\"Sourdough\", [\"text\"]]\n").unwrap();
+    let out = with("kb-bad", &bad);
+    assert_ne!(out.status, 0);
+    assert!(out.stderr.contains("bad.json") && out.stderr.contains("line 3"), "the file and the line are named: {}", out.stderr);
+    assert_eq!(scalar(lake, "SELECT count(*) AS n FROM sim_runs WHERE run_id = 'kb-bad'"), 0, "nothing recorded");
+}
+
+#[test]
 fn bad_personas_are_refused_and_a_model_that_cannot_plan_is_recorded() {
     let model = sim_model();
     let dir = tempfile::tempdir().unwrap();

@@ -284,3 +284,34 @@ pub async fn load_sim(lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
     let cancelled = events.iter().any(|e| e.event == RunEvent::Cancelled && e.at >= submitted.at);
     Ok(SimRecord { spec, cancelled })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ranker_is_chosen_by_its_name_and_an_unknown_one_is_refused() {
+        let rankers: Vec<FeedRanker> = FeedRanker::NAMES.iter().map(|n| FeedRanker::by_name(n).unwrap()).collect();
+        assert_eq!(
+            rankers,
+            [
+                FeedRanker::MastodonDigest(MastodonDigest::default()),
+                FeedRanker::Live,
+                FeedRanker::RecencySimilarity { half_life_turns: 24.0 }
+            ]
+        );
+        let e = FeedRanker::by_name("twhin").unwrap_err().to_string();
+        assert!(e.contains("unknown ranker \"twhin\" (known: mastodon-digest, live, recency-similarity)"), "{e}");
+    }
+
+    #[test]
+    fn knowledge_sources_parse_and_runs_recorded_with_a_flag_still_read() {
+        assert_eq!(KnowledgeSource::parse("hotpotqa:/d/h.json"), Ok(KnowledgeSource::Hotpotqa { path: "/d/h.json".into() }));
+        assert_eq!(KnowledgeSource::parse("builtin"), Ok(KnowledgeSource::Builtin));
+        assert!(KnowledgeSource::parse("passages:").is_err() && KnowledgeSource::parse("wiki").is_err());
+        let read = |json: &str| serde_json::from_str::<KnowledgeSource>(json).unwrap();
+        assert_eq!((read("true"), read("false")), (KnowledgeSource::Lake, KnowledgeSource::None));
+        let stored = serde_json::to_string(&KnowledgeSource::Passages { path: "p.jsonl".into() }).unwrap();
+        assert_eq!(read(&stored), KnowledgeSource::Passages { path: "p.jsonl".into() });
+    }
+}
