@@ -179,8 +179,24 @@ fn the_papers_experiment_runs_both_weeks_with_feeds_actions_and_follows_to_the_e
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().to_str().unwrap();
     let args = [
-        "sim", "run", "--preset", "paper", "--regular", "100", "--model", "scripted", "--endpoint", &model.url, "--relevance", "tfidf",
-        "--browse", "batched", "--run-id", "pw", "--calls", "32",
+        "sim",
+        "run",
+        "--preset",
+        "paper",
+        "--regular",
+        "100",
+        "--model",
+        "scripted",
+        "--endpoint",
+        &model.url,
+        "--relevance",
+        "tfidf",
+        "--browse",
+        "batched",
+        "--run-id",
+        "pw",
+        "--calls",
+        "32",
     ];
     let out = some(lake, &[], &args).ok();
     assert!(out.stderr.contains("simulation pw: 250 agents (150 initial), 337 turns"), "{}", out.stderr);
@@ -191,7 +207,9 @@ fn the_papers_experiment_runs_both_weeks_with_feeds_actions_and_follows_to_the_e
     assert!(!status.stdout.contains("warning:"), "{}", status.stdout);
 
     // Every turn of both stages: agents act, and each is shown a feed.
-    let stage_turns = |stage: u32| scalar(lake, &format!("SELECT count(*) AS n FROM sim_turns WHERE run_id = 'pw' AND stage = {stage} AND active_agents > 0"));
+    let stage_turns = |stage: u32| {
+        scalar(lake, &format!("SELECT count(*) AS n FROM sim_turns WHERE run_id = 'pw' AND stage = {stage} AND active_agents > 0"))
+    };
     assert_eq!((stage_turns(1), stage_turns(2)), (168, 168), "every turn of each week has active agents");
     let dark = scalar(
         lake,
@@ -199,7 +217,12 @@ fn the_papers_experiment_runs_both_weeks_with_feeds_actions_and_follows_to_the_e
     );
     assert_eq!(dark, 0, "no turn shows an active agent an empty feed");
     let last_shown = |stage: u32| {
-        scalar(lake, &format!("SELECT max(f.turn) AS n FROM sim_feeds f JOIN sim_turns t ON f.turn = t.turn AND f.run_id = t.run_id WHERE f.run_id = 'pw' AND t.stage = {stage}"))
+        scalar(
+            lake,
+            &format!(
+                "SELECT max(f.turn) AS n FROM sim_feeds f JOIN sim_turns t ON f.turn = t.turn AND f.run_id = t.run_id WHERE f.run_id = 'pw' AND t.stage = {stage}"
+            ),
+        )
     };
     assert_eq!((last_shown(1), last_shown(2)), (168, 336), "feeds to the last turn of each week");
     let stage_one_from_regulars = scalar(
@@ -218,7 +241,8 @@ fn the_papers_experiment_runs_both_weeks_with_feeds_actions_and_follows_to_the_e
         );
         assert_eq!(kinds.lines().skip(1).collect::<Vec<_>>(), ["browse", "comment", "follow", "like", "post", "reblog"], "stage {stage}");
         let week = if stage == 1 { "BETWEEN 1 AND 168" } else { "BETWEEN 169 AND 336" };
-        let posts = scalar(lake, &format!("SELECT count(*) AS n FROM sim_posts WHERE run_id = 'pw' AND turn {week} AND parent_post_id IS NULL"));
+        let posts =
+            scalar(lake, &format!("SELECT count(*) AS n FROM sim_posts WHERE run_id = 'pw' AND turn {week} AND parent_post_id IS NULL"));
         assert!(posts >= 150, "week {stage}: {posts} posts (100 agents, 2 a week each)");
         let follows = scalar(lake, &format!("SELECT count(*) AS n FROM sim_follows WHERE run_id = 'pw' AND turn {week}"));
         assert!(follows > 0, "week {stage}: follows come from reflection");

@@ -104,13 +104,7 @@ pub fn candidates(
     unread
 }
 
-fn gather(
-    platform: &Platform,
-    viewer: AgentId,
-    now: Turn,
-    settings: &FeedSettings,
-    authors: Option<&BTreeSet<AgentId>>,
-) -> Vec<Candidate> {
+fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettings, authors: Option<&BTreeSet<AgentId>>) -> Vec<Candidate> {
     let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
     let followees: BTreeSet<AgentId> = match settings.timeline {
         Timeline::Home => platform.followees(viewer).collect(),
@@ -258,11 +252,13 @@ mod tests {
         let mut p = Platform::new();
         (0..3).for_each(|a| p.register(AgentId(a)));
         p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "a".into() }), act(0, 1, Action::Post { text: "b".into() })]);
-        p.apply_turn(Turn(1), vec![act(1, 0, Action::Browse { posts: vec![PostId(0), PostId(1)] }), act(1, 1, Action::Like { post: PostId(1) })]);
+        p.apply_turn(
+            Turn(1),
+            vec![act(1, 0, Action::Browse { posts: vec![PostId(0), PostId(1)] }), act(1, 1, Action::Like { post: PostId(1) })],
+        );
         let s = FeedSettings::default();
-        let ids = |p: &Platform, viewer: u32| {
-            candidates(p, AgentId(viewer), Turn(3), &s, None).iter().map(|c| c.post.0).collect::<Vec<_>>()
-        };
+        let ids =
+            |p: &Platform, viewer: u32| candidates(p, AgentId(viewer), Turn(3), &s, None).iter().map(|c| c.post.0).collect::<Vec<_>>();
         assert_eq!(ids(&p, 1), [0], "read and not engaged with: shown again; liked: never");
         assert_eq!(ids(&p, 2), [0, 1], "unread posts while there are any");
         p.apply_turn(Turn(2), vec![act(2, 0, Action::Browse { posts: vec![PostId(0)] })]);

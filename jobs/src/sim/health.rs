@@ -170,7 +170,14 @@ mod tests {
         let w = warnings(&h);
         assert_eq!(w.len(), 4, "{w:?}");
         assert!(w[0].starts_with("stage 1: 2 of 5 active agent-turns were shown an empty feed, in 1 of its 2 turns (first at turn 1)"));
-        assert_eq!(w[1..], ["stage 2: 2 of 2 active agent-turns were shown an empty feed, in 1 of its 1 turns (first at turn 3)".to_string(), "stage 2: no post was written in its 1 turns".into(), "stage 2: no like, reblog, comment, post or follow in its 1 turns".into()]);
+        assert_eq!(
+            w[1..],
+            [
+                "stage 2: 2 of 2 active agent-turns were shown an empty feed, in 1 of its 1 turns (first at turn 3)".to_string(),
+                "stage 2: no post was written in its 1 turns".into(),
+                "stage 2: no like, reblog, comment, post or follow in its 1 turns".into()
+            ]
+        );
         assert!(!did_nothing(&h));
         assert!(did_nothing(&h[2..]));
     }

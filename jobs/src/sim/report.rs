@@ -36,9 +36,9 @@ use some_schemas::sim::{
     sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
-use super::health::{self, StageHealth};
 use super::activity::{Phase, Preset};
 use super::error::excerpt;
+use super::health::{self, StageHealth};
 use super::ids::{AgentId, Turn};
 use super::metrics::{self, Exposure, FOLLOWER_BINS};
 use super::persona::Persona;

@@ -195,4 +195,3 @@ mod tests {
         assert_eq!(hashed_vector("", 8), vec![0.0; 8], "no token, a zero vector");
     }
 }
-

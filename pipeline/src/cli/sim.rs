@@ -59,7 +59,6 @@ pub enum PresetName {
     Demo,
 }
 
-
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum BrowseName {
     /// One model call per post shown (the paper).

@@ -24,7 +24,7 @@ use some_jobs::progress::Progress;
 use some_jobs::sim::feed::feed;
 use some_jobs::sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_jobs::sim::step::{PostNote, StepFailure};
-use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, RecencySimilarity, Ranked, Ranker, Turn, activation};
+use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, Ranked, Ranker, RecencySimilarity, Turn, activation};
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
 
@@ -240,7 +240,15 @@ async fn one_turn(
     out.commit_time += committing.elapsed();
     progress.finish();
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
-    tracing::info!(turn = turn.0, active = agents.len(), empty_feeds, actions = outcomes.len(), refused, unread_replies = failures, "turn committed");
+    tracing::info!(
+        turn = turn.0,
+        active = agents.len(),
+        empty_feeds,
+        actions = outcomes.len(),
+        refused,
+        unread_replies = failures,
+        "turn committed"
+    );
     if empty_feeds > 0 {
         tracing::warn!(turn = turn.0, empty_feeds, active = agents.len(), "active agents were shown an empty feed");
     }
