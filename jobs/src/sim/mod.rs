@@ -25,7 +25,10 @@
 //! Lake rows: [`rows`] builds a turn's rows for the `sim_*` tables.
 //!
 //! Evaluation: [`metrics`] (distinct-n, engaged vs browsed-only similarity,
-//! followers, actions per stage) and [`quality`] (the LLM-judge rubric).
+//! followers, actions per stage) and [`quality`] (the LLM-judge rubric);
+//! [`report`] puts them together. The human evaluation: [`review`] (the
+//! items annotators judge, sampled with their context), [`review_file`]
+//! (the file they fill in, read back strictly).
 //!
 //! A turn, as the orchestration runs it:
 //! 1. for each agent, [`activity::activation`] says whether it acts (the
@@ -61,6 +64,8 @@ pub mod quality;
 pub mod reflect;
 pub mod report;
 pub mod report_html;
+pub mod review;
+pub mod review_file;
 pub mod rows;
 pub mod step;
 pub mod tfidf;
