@@ -28,7 +28,8 @@
 //! followers, actions per stage) and [`quality`] (the LLM-judge rubric);
 //! [`report`] puts them together. The human evaluation: [`review`] (the
 //! items annotators judge, sampled with their context), [`review_file`]
-//! (the file they fill in, read back strictly).
+//! (the file they fill in, read back strictly) and [`report_human`] (their
+//! scores beside the paper's and against the judge's).
 //!
 //! A turn, as the orchestration runs it:
 //! 1. for each agent, [`activity::activation`] says whether it acts (the
@@ -64,6 +65,7 @@ pub mod quality;
 pub mod reflect;
 pub mod report;
 pub mod report_html;
+pub mod report_human;
 pub mod review;
 pub mod review_file;
 pub mod rows;
