@@ -21,9 +21,36 @@ const COUNT: &str = "SELECT count(*) AS n FROM sim_reviews WHERE run_id = 'hv'";
 /// two turns into stage two.
 fn simulate(lake: &str, endpoint: &str) {
     let args = [
-        "sim", "run", "--model", "scripted", "--endpoint", endpoint, "--run-id", RUN, "--seed", "5", "--initial", "4", "--regular", "8",
-        "--seed-posts", "8", "--stage-turns", "49", "--until", "52", "--feed-limit", "4", "--shard-size", "4", "--relevance", "tfidf",
-        "--no-knowledge", "--no-enrich", "--browse", "batched",
+        "sim",
+        "run",
+        "--model",
+        "scripted",
+        "--endpoint",
+        endpoint,
+        "--run-id",
+        RUN,
+        "--seed",
+        "5",
+        "--initial",
+        "4",
+        "--regular",
+        "8",
+        "--seed-posts",
+        "8",
+        "--stage-turns",
+        "49",
+        "--until",
+        "52",
+        "--feed-limit",
+        "4",
+        "--shard-size",
+        "4",
+        "--relevance",
+        "tfidf",
+        "--no-knowledge",
+        "--no-enrich",
+        "--browse",
+        "batched",
     ];
     some(lake, &[], &args).ok();
 }
@@ -43,7 +70,9 @@ fn fill_jsonl(items: &[Map<String, Value>]) -> String {
     for item in items {
         let mut item = item.clone();
         item.insert("annotator".into(), "ann".into());
-        for (column, value) in [("rationality", 1), ("reflection", 1), ("informativeness", 2), ("consistency", 3), ("humanness", 3), ("knowledge", 1)] {
+        for (column, value) in
+            [("rationality", 1), ("reflection", 1), ("informativeness", 2), ("consistency", 3), ("humanness", 3), ("knowledge", 1)]
+        {
             if let Some(slot) = item.get_mut(column) {
                 *slot = value.into();
             }
@@ -123,7 +152,13 @@ fn reviews_are_exported_with_context_imported_strictly_once_and_reported_beside_
     std::fs::write(&filled, fill_jsonl(&items)).unwrap();
     let first = import(lake, &filled).ok();
     let n = items.len();
-    assert_eq!(first.stdout.trim(), format!("imported {}: {n} scored rows ({n} new, 0 replacing earlier scores, 0 unchanged and not stored again); 0 rows left unscored", filled.display()));
+    assert_eq!(
+        first.stdout.trim(),
+        format!(
+            "imported {}: {n} scored rows ({n} new, 0 replacing earlier scores, 0 unchanged and not stored again); 0 rows left unscored",
+            filled.display()
+        )
+    );
     let csv = dir.path().join("bo.csv");
     std::fs::write(&csv, fill_csv(&std::fs::read_to_string(out.join("review.csv")).unwrap())).unwrap();
     let second = import(lake, &csv).ok();
@@ -132,7 +167,11 @@ fn reviews_are_exported_with_context_imported_strictly_once_and_reported_beside_
 
     // The same file again adds nothing.
     let repeat = import(lake, &filled).ok();
-    assert!(repeat.stdout.contains(&format!("(0 new, 0 replacing earlier scores, {n} unchanged and not stored again)")), "{}", repeat.stdout);
+    assert!(
+        repeat.stdout.contains(&format!("(0 new, 0 replacing earlier scores, {n} unchanged and not stored again)")),
+        "{}",
+        repeat.stdout
+    );
     assert_eq!(scalar(lake, COUNT), 2 * n);
 
     // Malformed files are refused whole, naming the line and field; nothing is stored.
@@ -149,7 +188,11 @@ fn reviews_are_exported_with_context_imported_strictly_once_and_reported_beside_
     std::fs::write(&truncated, &cut[..cut.len() - 20]).unwrap();
     let refused = import(lake, &truncated);
     assert_ne!(refused.status, 0);
-    assert!(refused.stderr.contains(&format!("cut.jsonl: at line {n}: is not one whole JSON object (a truncated line?)")), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!("cut.jsonl: at line {n}: is not one whole JSON object (a truncated line?)")),
+        "{}",
+        refused.stderr
+    );
     assert_eq!(scalar(lake, COUNT), 2 * n, "a refused file stores nothing");
 
     // The report: ann says 1 and bo 0 to every like, so each stage's mean is 0.5.

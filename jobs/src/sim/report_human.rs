@@ -135,7 +135,12 @@ pub fn build(reviews: &[SimReviewRow], index: &ReviewIndex, judge: Option<(&str,
     let mut per_text: BTreeMap<(i64, TextKind, Score), Vec<f64>> = BTreeMap::new();
     for r in &rows {
         let item = index.get(&r.item_id).ok_or_else(|| {
-            Error::Invalid(format!("{}: item {} of run {}: not an item of the run's committed turns", sim_reviews::TABLE, r.item_id, r.run_id))
+            Error::Invalid(format!(
+                "{}: item {} of run {}: not an item of the run's committed turns",
+                sim_reviews::TABLE,
+                r.item_id,
+                r.run_id
+            ))
         })?;
         by_group.entry((item.stage, item.kind)).or_default().push(r);
         let text = match item.kind {
@@ -194,7 +199,9 @@ pub fn build(reviews: &[SimReviewRow], index: &ReviewIndex, judge: Option<(&str,
 /// The notes the section adds to the report's caveats.
 pub fn caveats(h: Option<&HumanReport>) -> Vec<String> {
     let Some(h) = h else {
-        return vec!["No human scores: `some sim review export` writes items for annotators, `some sim review import` reads their scores.".into()];
+        return vec![
+            "No human scores: `some sim review export` writes items for annotators, `some sim review import` reads their scores.".into(),
+        ];
     };
     let mut out = vec![format!(
         "Human scores are on the paper's scales (rationality, Ref and Know 0/1; Info, Cons and Hum 1-3); the paper's three annotators rated 30 agents' actions, 60 posts and 60 comments, ours {} annotator(s) rated {} items.",
@@ -251,16 +258,30 @@ pub(super) fn tables(h: &HumanReport) -> Vec<Table> {
     }
     let mut out = vec![
         Table {
-            title: "Human evaluation: action rationality and Ref (follows), 0-1 (the paper's Table 1, Rationality column, and its Ref)".into(),
+            title: "Human evaluation: action rationality and Ref (follows), 0-1 (the paper's Table 1, Rationality column, and its Ref)"
+                .into(),
             header: ["Stage", "Action", "Items", "Ratings", "Mean", "Paper"].map(String::from).to_vec(),
             rows: actions,
             left: &[0, 1],
         },
         Table {
             title: "Human evaluation: text quality, Info/Cons/Hum 1-3 and Know 0-1 (the paper's Table 3)".into(),
-            header: ["Stage", "Kind", "Items", "Ratings", "Info", "Cons", "Hum", "Know", "Paper Info", "Paper Cons", "Paper Hum", "Paper Know"]
-                .map(String::from)
-                .to_vec(),
+            header: [
+                "Stage",
+                "Kind",
+                "Items",
+                "Ratings",
+                "Info",
+                "Cons",
+                "Hum",
+                "Know",
+                "Paper Info",
+                "Paper Cons",
+                "Paper Hum",
+                "Paper Know",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows: texts,
             left: &[0, 1],
         },

@@ -57,10 +57,12 @@ use super::persona::Persona;
 use super::reflect;
 use crate::error::Error;
 
-const ASK_ACTION: &str = "Given the persona, is it reasonable that this agent {did} the post shown? Score rationality 1 if it is, 0 if not.";
+const ASK_ACTION: &str =
+    "Given the persona, is it reasonable that this agent {did} the post shown? Score rationality 1 if it is, 0 if not.";
 const ASK_FOLLOW: &str = "Given the agent's history (the posts it reacted to, shown as its reflection saw them), is following this user reasonable? Score reflection 1 if it is, 0 if not.";
 const ASK_POST: &str = "Rate the post for this persona, 1 poor, 2 moderate, 3 good: informativeness (diverse and informative), consistency (relevant and consistent with the persona), humanness (reads as written by a real person). Score knowledge 1 if the post uses the passages shown appropriately where knowledge is needed, or uses none where none is needed; 0 otherwise.";
-const ASK_COMMENT: &str = "Rate the comment for this persona, 1 poor, 2 moderate, 3 good: informativeness, consistency (with the persona), humanness.";
+const ASK_COMMENT: &str =
+    "Rate the comment for this persona, 1 poor, 2 moderate, 3 good: informativeness, consistency (with the persona), humanness.";
 
 /// How many items of which kind to draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,8 +278,8 @@ pub fn persona_view(p: &Persona) -> String {
 fn passages_text(post: &SimPostRow, store: Option<&PassageStore>) -> Result<String, Error> {
     let Some(json) = &post.knowledge else { return Ok("(none adopted)".into()) };
     let at = || format!("post {}", post.post_id);
-    let ids: Vec<u32> = serde_json::from_str(json)
-        .map_err(|e| invalid(sim_posts::TABLE, at(), format!("knowledge is not a list of passage ids: {e}")))?;
+    let ids: Vec<u32> =
+        serde_json::from_str(json).map_err(|e| invalid(sim_posts::TABLE, at(), format!("knowledge is not a list of passage ids: {e}")))?;
     let lines: Vec<String> = ids
         .iter()
         .map(|id| match store.and_then(|s| s.get(*id)) {
@@ -297,7 +299,8 @@ pub fn items(keys: &[&ItemKey], src: &ItemSources<'_>, run_id: &str) -> Result<V
         personas.insert(a.agent_id, (a, p));
     }
     let posts: HashMap<i64, &SimPostRow> = src.posts.iter().map(|p| (p.post_id, p)).collect();
-    let name = |agent: i64| personas.get(&agent).map_or_else(|| format!("user {agent}"), |(a, _)| format!("user {agent} (@{})", a.username));
+    let name =
+        |agent: i64| personas.get(&agent).map_or_else(|| format!("user {agent}"), |(a, _)| format!("user {agent} (@{})", a.username));
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
         let at = || format!("item {}", key.id);

@@ -221,8 +221,12 @@ fn read_jsonl(path: &Path, bytes: &[u8]) -> Result<Vec<Line>, InputError> {
 fn read_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Line>, InputError> {
     let known = known_columns()?;
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-    let header: Vec<String> =
-        reader.headers().map_err(|e| InputError::new(path, "line 1", format!("invalid CSV header: {e}")))?.iter().map(String::from).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| InputError::new(path, "line 1", format!("invalid CSV header: {e}")))?
+        .iter()
+        .map(String::from)
+        .collect();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, h) in header.iter().enumerate() {
         if !known.contains(h) {
@@ -248,7 +252,11 @@ fn read_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Line>, InputError> {
             return Err(at(path, line, &header[record.len()], message));
         }
         if record.len() > header.len() {
-            return Err(InputError::new(path, format!("line {line}"), format!("the row has {} fields, the header {}", record.len(), header.len())));
+            return Err(InputError::new(
+                path,
+                format!("line {line}"),
+                format!("the row has {} fields, the header {}", record.len(), header.len()),
+            ));
         }
         let cell = |c: &str| index.get(c).and_then(|i| record.get(*i)).unwrap_or_default().to_string();
         let mut scores = BTreeMap::new();
@@ -279,7 +287,14 @@ pub struct Checked {
 /// Checks every line against the run's items (see the module doc);
 /// `annotator` fills empty annotator cells; `source` is what rows record
 /// as their file.
-pub fn validate(path: &Path, lines: &[Line], index: &ReviewIndex, run_id: &str, annotator: Option<&str>, source: &str) -> Result<Checked, InputError> {
+pub fn validate(
+    path: &Path,
+    lines: &[Line],
+    index: &ReviewIndex,
+    run_id: &str,
+    annotator: Option<&str>,
+    source: &str,
+) -> Result<Checked, InputError> {
     let mut rows = Vec::new();
     let mut unscored = 0;
     let mut seen: HashMap<(String, String), u64> = HashMap::new();
@@ -288,7 +303,9 @@ pub fn validate(path: &Path, lines: &[Line], index: &ReviewIndex, run_id: &str, 
         if l.run_id != run_id {
             return Err(err(sim_reviews::run_id, format!("{:?} is not the run imported to ({run_id})", l.run_id)));
         }
-        let item = index.get(&l.item_id).ok_or_else(|| err(sim_reviews::item_id, format!("unknown item {:?}: run {run_id} has no such reviewable item", l.item_id)))?;
+        let item = index
+            .get(&l.item_id)
+            .ok_or_else(|| err(sim_reviews::item_id, format!("unknown item {:?}: run {run_id} has no such reviewable item", l.item_id)))?;
         if l.kind != item.kind.as_str() {
             return Err(err(sim_reviews::kind, format!("{:?} is not the item's kind ({})", l.kind, item.kind.as_str())));
         }
@@ -310,7 +327,9 @@ pub fn validate(path: &Path, lines: &[Line], index: &ReviewIndex, run_id: &str, 
         for s in Score::ALL {
             match (wanted.contains(&s), l.scores.get(&s)) {
                 (true, None) => return Err(err(s.column(), format!("missing column: a {} item is scored on it", item.kind.as_str()))),
-                (false, Some(Some(v))) => return Err(err(s.column(), format!("{v} given, but a {} item takes no {} score", item.kind.as_str(), s.column()))),
+                (false, Some(Some(v))) => {
+                    return Err(err(s.column(), format!("{v} given, but a {} item takes no {} score", item.kind.as_str(), s.column())));
+                }
                 (true, Some(v)) => s.set(&mut row, *v),
                 (false, _) => {}
             }

@@ -68,7 +68,9 @@ fn the_export_has_the_kinds_score_columns_empty_and_reads_back_once_filled() {
     let mut r = csv::Reader::from_reader(csv.as_bytes());
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(r.headers().unwrap()).unwrap();
-    for (record, scores) in r.records().zip([["1", "n/a", "n/a", "n/a", "n/a", "n/a"], ["n/a", "n/a", "3", "2", "3", "1"], ["n/a", "n/a", "", "", "", "n/a"]]) {
+    for (record, scores) in
+        r.records().zip([["1", "n/a", "n/a", "n/a", "n/a", "n/a"], ["n/a", "n/a", "3", "2", "3", "1"], ["n/a", "n/a", "", "", "", "n/a"]])
+    {
         let record = record.unwrap();
         let mut cells: Vec<&str> = record.iter().take(record.len() - 7).collect();
         cells.push("ann");
@@ -78,13 +80,17 @@ fn the_export_has_the_kinds_score_columns_empty_and_reads_back_once_filled() {
     let filled = String::from_utf8(w.into_inner().unwrap()).unwrap();
     let checked = import("review.csv", &filled, None).unwrap();
     assert_eq!(checked.unscored, 1, "the comment was left empty");
-    let got: Vec<_> = checked.rows.iter().map(|r| (r.item_id.as_str(), r.annotator.as_str(), r.rationality, r.informativeness, r.knowledge)).collect();
+    let got: Vec<_> =
+        checked.rows.iter().map(|r| (r.item_id.as_str(), r.annotator.as_str(), r.rationality, r.informativeness, r.knowledge)).collect();
     assert_eq!(got, [("like:t1:a1:s1", "ann", Some(1), None, None), ("post_text:p1", "ann", None, Some(3), Some(1))]);
 
     let filled = jsonl.replacen("\"rationality\":null", "\"rationality\":0", 1);
     let checked = import("review.jsonl", &filled, Some("bo")).unwrap();
     assert_eq!((checked.rows.len(), checked.unscored), (1, 2));
-    assert_eq!((checked.rows[0].annotator.as_str(), checked.rows[0].rationality, checked.rows[0].source.as_str()), ("bo", Some(0), "review.jsonl"));
+    assert_eq!(
+        (checked.rows[0].annotator.as_str(), checked.rows[0].rationality, checked.rows[0].source.as_str()),
+        ("bo", Some(0), "review.jsonl")
+    );
 }
 
 #[test]
@@ -96,7 +102,8 @@ fn a_score_off_its_scale_is_refused_with_its_line_and_field() {
     assert_eq!(e, "review.csv: at line 2, field rationality: 2 is off the scale: Rationality is scored 0-1");
     let e = import("review.csv", &format!("{HEADER}like:t1:a1:s1,r,like,ann,yes,n/a,n/a,n/a,n/a,n/a\n"), None).unwrap_err();
     assert_eq!(e, "review.csv: at line 2, field rationality: \"yes\" is not a whole number");
-    let e = import("review.jsonl", r#"{"item_id":"like:t1:a1:s1","run_id":"r","kind":"like","annotator":"a","rationality":0.5}"#, None).unwrap_err();
+    let e = import("review.jsonl", r#"{"item_id":"like:t1:a1:s1","run_id":"r","kind":"like","annotator":"a","rationality":0.5}"#, None)
+        .unwrap_err();
     assert_eq!(e, "review.jsonl: at line 1, field rationality: 0.5 is not a whole number");
 }
 
@@ -115,7 +122,8 @@ fn an_unknown_item_a_wrong_kind_or_another_run_is_refused() {
 
 #[test]
 fn missing_or_unknown_columns_and_short_rows_are_refused() {
-    let e = import("review.csv", "item_id,run_id,kind,annotator,rationality,reflection,informativeness,consistency,knowledge\n", None).unwrap_err();
+    let e = import("review.csv", "item_id,run_id,kind,annotator,rationality,reflection,informativeness,consistency,knowledge\n", None)
+        .unwrap_err();
     assert_eq!(e, "review.csv: at line 1, field humanness: missing column");
     let e = import("review.csv", &format!("{}notes\n", HEADER.trim_end().to_string() + ","), None).unwrap_err();
     assert_eq!(e, "review.csv: at line 1, field notes: unknown column");
@@ -124,7 +132,8 @@ fn missing_or_unknown_columns_and_short_rows_are_refused() {
     assert_eq!(e, "review.csv: at line 2, field consistency: missing: the row has 7 fields, the header 10");
     let e = import("review.csv", &format!("{HEADER}like:t1:a1:s1,r,like,ann,1,n/a,n/a,n/a,n/a,n/a,1\n"), None).unwrap_err();
     assert_eq!(e, "review.csv: at line 2: the row has 11 fields, the header 10");
-    let line = r#"{"item_id":"post_text:p1","run_id":"r","kind":"post_text","annotator":"a","informativeness":2,"consistency":2,"humanness":2}"#;
+    let line =
+        r#"{"item_id":"post_text:p1","run_id":"r","kind":"post_text","annotator":"a","informativeness":2,"consistency":2,"humanness":2}"#;
     let e = import("review.jsonl", line, None).unwrap_err();
     assert_eq!(e, "review.jsonl: at line 1, field knowledge: missing column: a post_text item is scored on it");
     let e = import("review.jsonl", r#"{"item_id":"like:t1:a1:s1","run_id":"r","kind":"like","rationality":1}"#, None).unwrap_err();
@@ -136,7 +145,8 @@ fn missing_or_unknown_columns_and_short_rows_are_refused() {
 #[test]
 fn a_truncated_jsonl_line_is_refused_with_its_line() {
     let good = r#"{"item_id":"like:t1:a1:s1","run_id":"r","kind":"like","annotator":"a","rationality":1}"#;
-    let e = import("review.jsonl", &format!("{good}\n{{\"item_id\":\"post_text:p1\",\"run_id\":\"r\",\"kind\":\"post_te\n"), None).unwrap_err();
+    let e =
+        import("review.jsonl", &format!("{good}\n{{\"item_id\":\"post_text:p1\",\"run_id\":\"r\",\"kind\":\"post_te\n"), None).unwrap_err();
     assert!(e.starts_with("review.jsonl: at line 2: is not one whole JSON object (a truncated line?): EOF while parsing a string"), "{e}");
 }
 

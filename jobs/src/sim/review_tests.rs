@@ -90,7 +90,12 @@ impl Rows {
 pub(crate) fn rows() -> Rows {
     use ActionKind::*;
     Rows {
-        agents: vec![agent(0, AgentKind::Initial), agent(1, AgentKind::Regular), agent(2, AgentKind::Regular), agent(3, AgentKind::Regular)],
+        agents: vec![
+            agent(0, AgentKind::Initial),
+            agent(1, AgentKind::Regular),
+            agent(2, AgentKind::Regular),
+            agent(3, AgentKind::Regular),
+        ],
         posts: vec![
             post(0, 0, 0, "Seed: a sourdough loaf", None),
             post(1, 1, 1, "My starter doubled overnight", None),
@@ -190,7 +195,8 @@ fn each_item_carries_what_an_annotator_needs_to_judge_it() {
     let memories = HashMap::from([((1, 4), memory)]);
     let store = PassageStore::new(vec![("Sourdough".into(), "A starter is flour and water.".into())]);
     let src = ItemSources { agents: &r.agents, posts: &r.posts, actions: &r.actions, memories: &memories, passages: Some(&store) };
-    let keys: Vec<&ItemKey> = ["comment:t1:a2:s2", "follow:t4:a1:s2", "post_text:p1", "comment_text:p4"].iter().map(|id| index.get(id).unwrap()).collect();
+    let keys: Vec<&ItemKey> =
+        ["comment:t1:a2:s2", "follow:t4:a1:s2", "post_text:p1", "comment_text:p4"].iter().map(|id| index.get(id).unwrap()).collect();
     let items = items(&keys, &src, RUN).unwrap();
 
     let comment = &items[0];

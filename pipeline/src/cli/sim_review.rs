@@ -60,7 +60,11 @@ impl ReviewExport {
         let e = export(lake, &record.spec, &dir, &settings).await?;
         let kinds: Vec<String> = e.by_kind.iter().map(|(k, n)| format!("{} {n}", k.as_str())).collect();
         let total: usize = e.by_kind.values().sum();
-        println!("exported {total} of the run's {} reviewable items ({})", e.reviewable, if kinds.is_empty() { "none".into() } else { kinds.join(", ") });
+        println!(
+            "exported {total} of the run's {} reviewable items ({})",
+            e.reviewable,
+            if kinds.is_empty() { "none".into() } else { kinds.join(", ") }
+        );
         println!("wrote {} and {}", e.jsonl.display(), e.csv.display());
         Ok(ExitCode::SUCCESS)
     }

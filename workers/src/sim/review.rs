@@ -93,7 +93,8 @@ pub async fn export(lake: &Lake, spec: &SimSpec, dir: &Path, settings: &SampleSe
     } else {
         None
     };
-    let src = ItemSources { agents: &rows.agents, posts: &rows.posts, actions: &rows.actions, memories: &memories, passages: passages.as_ref() };
+    let src =
+        ItemSources { agents: &rows.agents, posts: &rows.posts, actions: &rows.actions, memories: &memories, passages: passages.as_ref() };
     let items = items(&keys, &src, run)?;
     std::fs::create_dir_all(dir).map_err(Error::io(format!("create {}", dir.display())))?;
     let (jsonl, csv) = (dir.join("review.jsonl"), dir.join("review.csv"));
