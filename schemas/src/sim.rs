@@ -4,7 +4,8 @@
 //! turn's actions, the posts and follows they created, the feeds that were
 //! shown and the `sim_turns` row that marks the turn committed (with the
 //! platform's state digest, so a replay or a resumed run is checked against
-//! it). Every table is partitioned by run, like `episodes`, so reading one
+//! it). Human reviews of a run's actions and texts are imported later into
+//! `sim_reviews`. Every table is partitioned by run, like `episodes`, so reading one
 //! run touches only its folder. Names of tables, columns and enumerated
 //! values are spelled only here.
 
@@ -147,6 +148,37 @@ table! {
     }
 }
 
+table! {
+    /// One annotator's scores of one review item, as `some sim review
+    /// import` stored them (the paper's human evaluation). Append-only: a
+    /// later import that changes an item's scores adds a row, and the row
+    /// with the latest `imported_at` per (item_id, annotator) is the one
+    /// that counts; an import that changes nothing adds nothing. A score
+    /// column is null where the item's kind takes no such score
+    /// ([`ReviewKind::scores`]).
+    pub struct SimReviewRow in sim_reviews partitioned by [run_id] {
+        /// The item's stable id, as the export wrote it.
+        item_id: String,
+        /// [`ReviewKind`].
+        kind: String,
+        annotator: String,
+        /// Whether the like, reblog or comment is reasonable: 0 or 1.
+        rationality: Option<i32>,
+        /// Whether a follow chosen by reflection is reasonable (the paper's Ref): 0 or 1.
+        reflection: Option<i32>,
+        /// Text quality, 1-3 (the LLM judge's rubric).
+        informativeness: Option<i32>,
+        consistency: Option<i32>,
+        humanness: Option<i32>,
+        /// Whether a post uses knowledge appropriately (the paper's Know): 0 or 1.
+        knowledge: Option<i32>,
+        /// The file the scores came from, as given to the import.
+        source: String,
+        imported_at: Timestamp,
+        run_id: String,
+    }
+}
+
 /// Whether an agent seeds content or interacts (the paper's two groups).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -217,6 +249,122 @@ impl ActionStatus {
     }
 }
 
+/// What an annotator judges about a review item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewKind {
+    /// The rationality of a like.
+    Like,
+    /// The rationality of a reblog.
+    Reblog,
+    /// The rationality of commenting (the comment's text is a
+    /// [`ReviewKind::CommentText`] item of its own).
+    Comment,
+    /// A follow chosen by reflection (the paper's Ref).
+    Follow,
+    /// A post's text quality and knowledge.
+    PostText,
+    /// A comment's text quality.
+    CommentText,
+}
+
+impl ReviewKind {
+    pub const ALL: [ReviewKind; 6] =
+        [ReviewKind::Like, ReviewKind::Reblog, ReviewKind::Comment, ReviewKind::Follow, ReviewKind::PostText, ReviewKind::CommentText];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewKind::Like => "like",
+            ReviewKind::Reblog => "reblog",
+            ReviewKind::Comment => "comment",
+            ReviewKind::Follow => "follow",
+            ReviewKind::PostText => "post_text",
+            ReviewKind::CommentText => "comment_text",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ReviewKind> {
+        ReviewKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+    /// The scores an annotator gives an item of this kind, in column order.
+    pub fn scores(self) -> &'static [Score] {
+        match self {
+            ReviewKind::Like | ReviewKind::Reblog | ReviewKind::Comment => &[Score::Rationality],
+            ReviewKind::Follow => &[Score::Reflection],
+            ReviewKind::PostText => &[Score::Informativeness, Score::Consistency, Score::Humanness, Score::Knowledge],
+            ReviewKind::CommentText => &[Score::Informativeness, Score::Consistency, Score::Humanness],
+        }
+    }
+}
+
+/// One score of the paper's human evaluation, on the paper's scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Score {
+    Rationality,
+    Reflection,
+    Informativeness,
+    Consistency,
+    Humanness,
+    Knowledge,
+}
+
+impl Score {
+    pub const ALL: [Score; 6] =
+        [Score::Rationality, Score::Reflection, Score::Informativeness, Score::Consistency, Score::Humanness, Score::Knowledge];
+
+    /// The `sim_reviews` column, which is also the review file's column.
+    pub fn column(self) -> &'static str {
+        match self {
+            Score::Rationality => sim_reviews::rationality,
+            Score::Reflection => sim_reviews::reflection,
+            Score::Informativeness => sim_reviews::informativeness,
+            Score::Consistency => sim_reviews::consistency,
+            Score::Humanness => sim_reviews::humanness,
+            Score::Knowledge => sim_reviews::knowledge,
+        }
+    }
+    /// The lowest and highest score: 0/1 for the judgements of
+    /// reasonableness, 1-3 for text quality (the paper's scales).
+    pub fn range(self) -> (i32, i32) {
+        match self {
+            Score::Rationality | Score::Reflection | Score::Knowledge => (0, 1),
+            Score::Informativeness | Score::Consistency | Score::Humanness => (1, 3),
+        }
+    }
+    /// The paper's short name (Table 3's column heads, Ref).
+    pub fn label(self) -> &'static str {
+        match self {
+            Score::Rationality => "Rationality",
+            Score::Reflection => "Ref",
+            Score::Informativeness => "Info",
+            Score::Consistency => "Cons",
+            Score::Humanness => "Hum",
+            Score::Knowledge => "Know",
+        }
+    }
+    pub fn of(self, row: &SimReviewRow) -> Option<i32> {
+        match self {
+            Score::Rationality => row.rationality,
+            Score::Reflection => row.reflection,
+            Score::Informativeness => row.informativeness,
+            Score::Consistency => row.consistency,
+            Score::Humanness => row.humanness,
+            Score::Knowledge => row.knowledge,
+        }
+    }
+    pub fn set(self, row: &mut SimReviewRow, value: Option<i32>) {
+        let slot = match self {
+            Score::Rationality => &mut row.rationality,
+            Score::Reflection => &mut row.reflection,
+            Score::Informativeness => &mut row.informativeness,
+            Score::Consistency => &mut row.consistency,
+            Score::Humanness => &mut row.humanness,
+            Score::Knowledge => &mut row.knowledge,
+        };
+        *slot = value;
+    }
+}
+
 /// The simulation tables, in the order `some sql` should list them (the
 /// lake registers them next to [`crate::ALL_TABLES`]).
 pub const SIM_TABLES: &[TableDef] = &[
@@ -228,6 +376,7 @@ pub const SIM_TABLES: &[TableDef] = &[
     TableDef::of::<SimFeedRow>(),
     TableDef::of::<SimTurnRow>(),
     TableDef::of::<SimStepRow>(),
+    TableDef::of::<SimReviewRow>(),
 ];
 
 #[cfg(test)]
@@ -259,7 +408,7 @@ mod tests {
         }
         assert_eq!(
             SIM_TABLES.iter().map(|t| t.name).collect::<Vec<_>>(),
-            ["sim_runs", "sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns", "sim_steps"]
+            ["sim_runs", "sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns", "sim_steps", "sim_reviews"]
         );
     }
 
@@ -271,5 +420,38 @@ mod tests {
         assert_eq!(ActionKind::parse("boost"), None);
         assert_eq!(AgentKind::parse("regular"), Some(AgentKind::Regular));
         assert_eq!(ActionStatus::parse("applied"), Some(ActionStatus::Applied));
+        for k in ReviewKind::ALL {
+            assert_eq!(ReviewKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(ReviewKind::parse("post"), None, "a post's review kind is post_text");
+    }
+
+    #[test]
+    fn every_score_has_its_column_and_the_papers_scale() {
+        let mut row = SimReviewRow {
+            item_id: "like:t1:a4:s2".into(),
+            kind: ReviewKind::Like.as_str().into(),
+            annotator: "ann".into(),
+            rationality: None,
+            reflection: None,
+            informativeness: None,
+            consistency: None,
+            humanness: None,
+            knowledge: None,
+            source: "review.csv".into(),
+            imported_at: Timestamp(0),
+            run_id: "r".into(),
+        };
+        for (i, s) in Score::ALL.into_iter().enumerate() {
+            s.set(&mut row, Some(i as i32));
+            assert_eq!(s.of(&row), Some(i as i32));
+        }
+        let columns: Vec<&str> = Score::ALL.iter().map(|s| s.column()).collect();
+        assert_eq!(columns, ["rationality", "reflection", "informativeness", "consistency", "humanness", "knowledge"]);
+        let ranges: Vec<(i32, i32)> = Score::ALL.iter().map(|s| s.range()).collect();
+        assert_eq!(ranges, [(0, 1), (0, 1), (1, 3), (1, 3), (1, 3), (0, 1)]);
+        assert_eq!(ReviewKind::PostText.scores(), [Score::Informativeness, Score::Consistency, Score::Humanness, Score::Knowledge]);
+        let batch = SimReviewRow::to_batch(std::slice::from_ref(&row)).unwrap();
+        assert_eq!(SimReviewRow::from_batch(&batch).unwrap(), [row]);
     }
 }

@@ -12,5 +12,6 @@ mod parity;
 mod queries;
 mod served;
 mod sim;
+mod sim_review;
 mod tools;
 mod world;

@@ -26,9 +26,13 @@
 //! Lake rows: [`rows`] builds a turn's rows for the `sim_*` tables.
 //!
 //! Evaluation: [`metrics`] (distinct-n, engaged vs browsed-only similarity,
-//! followers, actions per stage), [`quality`] (the LLM-judge rubric),
-//! [`health`] (dark feeds, stages without posts or interactions) and
-//! [`report`] with its renderers ([`report_html`]).
+//! followers, actions per stage), [`quality`] (the LLM-judge rubric) and
+//! [`health`] (dark feeds, stages without posts or interactions);
+//! [`report`] puts them together, [`report_html`] renders it. The human
+//! evaluation: [`review`] (the items annotators judge, sampled with their
+//! context), [`review_file`] (the file they fill in, read back strictly)
+//! and [`report_human`] (their scores beside the paper's and against the
+//! judge's).
 //!
 //! A turn, as the orchestration runs it:
 //! 1. for each agent, [`activity::activation`] says whether it acts (the
@@ -66,6 +70,9 @@ pub mod quality;
 pub mod reflect;
 pub mod report;
 pub mod report_html;
+pub mod report_human;
+pub mod review;
+pub mod review_file;
 pub mod rows;
 pub mod step;
 pub mod tfidf;

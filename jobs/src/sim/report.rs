@@ -17,7 +17,9 @@
 //!   run, self-follows left out: what the platform's setup accepts.
 //! - The judge rates `sample` texts per (interaction stage, post/comment),
 //!   evenly spaced in post-id order, so a rerun judges the same texts;
-//!   seed posts are not judged (Table 2 has no seeding rows).
+//!   seed posts are not judged (Table 2 has no seeding rows). It also rates
+//!   every text a human reviewed, so human and judge scores can be
+//!   correlated (`report_human`); Table 2's means are over all it rated.
 //! - An action is counted once per (turn, agent, seq): a browse has a row
 //!   per post shown. Failure causes are grouped with numbers written `N`,
 //!   so "post 9 does not exist" and "post 7 does not exist" are one cause.
@@ -25,15 +27,16 @@
 //!   error the client gave up retrying, is a failure of that text, never a
 //!   rating; a permanent model error (bad key, unknown model) stops the report.
 //!
-//! Rendering, as text and as HTML, is in `report_html`.
+//! The human evaluation (imported `sim_reviews`) is `report_human`;
+//! rendering, as text and as HTML, is in `report_html`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures::StreamExt;
 use serde::Serialize;
 use some_schemas::sim::{
-    ActionKind, ActionStatus, AgentKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions,
-    sim_agents, sim_feeds, sim_follows, sim_posts,
+    ActionKind, ActionStatus, AgentKind, ReviewKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimReviewRow,
+    SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
 use super::activity::{Phase, Preset};
@@ -42,6 +45,8 @@ use super::health::{self, StageHealth};
 use super::ids::{AgentId, Turn};
 use super::metrics::{self, Exposure, FOLLOWER_BINS};
 use super::persona::Persona;
+use super::report_human::{self, HumanReport};
+use super::review::{ReviewIndex, ReviewRows};
 use super::{quality, tfidf};
 use crate::chat::{ChatModel, ChatRequest, Message, ModelError};
 use crate::embed::{EmbedError, Embedder, Purpose};
@@ -62,6 +67,8 @@ pub struct ReportInput<'a> {
     pub feeds: &'a [SimFeedRow],
     pub follows: &'a [SimFollowRow],
     pub turns: &'a [SimTurnRow],
+    /// Imported human scores (every import; the latest per item and annotator counts).
+    pub reviews: &'a [SimReviewRow],
     pub preset: &'a Preset,
 }
 
@@ -81,6 +88,9 @@ pub enum ReportError {
     Embed(#[from] EmbedError),
     #[error("quality judge: {0}")]
     Judge(ModelError),
+    /// Human reviews that do not fit the run's rows.
+    #[error(transparent)]
+    Review(#[from] crate::error::Error),
 }
 
 fn row_error(table: &'static str, at: impl Into<String>, cause: impl Into<String>) -> ReportError {
@@ -121,6 +131,8 @@ pub struct SimReport {
     pub quality: Option<QualityReport>,
     /// Per stage: activity, dark feeds, interactions ([`super::health`]).
     pub health: Vec<StageHealth>,
+    /// Imported human scores, when there are any.
+    pub human: Option<HumanReport>,
     pub caveats: Vec<String>,
 }
 
@@ -531,14 +543,46 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
     let followers = followers(&agents, input.follows)?;
     let actions = actions(&acts, preset);
     let top_posts = top_posts(&acts, &posts);
-    let quality = match judge {
-        Some(j) => Some(judge_quality(j, &agents, &posts).await?),
-        None => None,
+    let index = if input.reviews.is_empty() {
+        ReviewIndex::default()
+    } else {
+        ReviewIndex::build(ReviewRows { agents: input.agents, posts: input.posts, actions: input.actions, preset })?
+    };
+    let reviewed: BTreeSet<i64> = input
+        .reviews
+        .iter()
+        .filter_map(|r| index.get(&r.item_id))
+        .filter(|i| matches!(i.kind, ReviewKind::PostText | ReviewKind::CommentText))
+        .filter_map(|i| i.post)
+        .collect();
+    let (quality, judged) = match judge {
+        Some(j) => {
+            let (q, ratings) = judge_quality(j, &agents, &posts, &reviewed).await?;
+            (Some(q), Some(ratings))
+        }
+        None => (None, None),
+    };
+    let human = if input.reviews.is_empty() {
+        None
+    } else {
+        let judge = quality.as_ref().zip(judged.as_ref()).map(|(q, r)| (q.judge.as_str(), r));
+        Some(report_human::build(input.reviews, &index, judge)?)
     };
     let run = run_facts(&input, &agents, embedder);
     let health = health::stage_health(input.turns, input.actions);
-    let mut report =
-        SimReport { run, diversity, engagement, own_posts, followers, actions, top_posts, quality, health, caveats: Vec::new() };
+    let mut report = SimReport {
+        run,
+        diversity,
+        engagement,
+        own_posts,
+        followers,
+        actions,
+        top_posts,
+        quality,
+        human,
+        health,
+        caveats: Vec::new(),
+    };
     report.caveats = caveats(&report, preset);
     Ok(report)
 }
@@ -666,17 +710,26 @@ async fn rate(model: &dyn ChatModel, persona: &Persona, kind: TextKind, text: &s
     model.chat(&request).await
 }
 
+/// Table 2's ratings, and every text's rating by post id; `reviewed` texts
+/// are rated besides the sample.
 async fn judge_quality(
     judge: Judge<'_>,
     agents: &BTreeMap<i64, Agent<'_>>,
     posts: &BTreeMap<i64, (&SimPostRow, u32)>,
-) -> Result<QualityReport, ReportError> {
+    reviewed: &BTreeSet<i64>,
+) -> Result<(QualityReport, BTreeMap<i64, quality::Quality>), ReportError> {
     let mut groups: BTreeMap<(u32, TextKind), Vec<&SimPostRow>> = BTreeMap::new();
     for (p, stage) in posts.values().filter(|(_, s)| *s > 0) {
         groups.entry((*stage, TextKind::of(p))).or_default().push(p);
     }
-    let picked: Vec<((u32, TextKind), &SimPostRow)> =
-        groups.iter().flat_map(|(key, rows)| spread(rows.len(), judge.sample).into_iter().map(|i| (*key, rows[i]))).collect();
+    let picked: Vec<((u32, TextKind), &SimPostRow)> = groups
+        .iter()
+        .flat_map(|(key, rows)| {
+            let mut at: BTreeSet<usize> = spread(rows.len(), judge.sample).into_iter().collect();
+            at.extend(rows.iter().enumerate().filter(|(_, p)| reviewed.contains(&p.post_id)).map(|(i, _)| i));
+            at.into_iter().map(|i| (*key, rows[i]))
+        })
+        .collect();
     // Collected first: a stream over a borrowing closure would make the
     // report's future lose `Send`.
     let calls: Vec<_> = picked.iter().map(|((_, kind), p)| rate(judge.model, &agents[&p.author_id].persona, *kind, &p.content)).collect();
@@ -688,6 +741,7 @@ async fn judge_quality(
         failures: Vec<JudgeFailure>,
     }
     let mut out: BTreeMap<(u32, TextKind), Tally> = BTreeMap::new();
+    let mut ratings = BTreeMap::new();
     for ((key, p), reply) in picked.iter().zip(replies) {
         let entry = out.entry(*key).or_default();
         entry.sampled += 1;
@@ -697,7 +751,10 @@ async fn judge_quality(
             Ok(r) => quality::parse(&r.content).map_err(|e| e.to_string()),
         };
         match rating {
-            Ok(q) => entry.rated.push(q),
+            Ok(q) => {
+                ratings.insert(p.post_id, q);
+                entry.rated.push(q);
+            }
             Err(cause) => entry.failures.push(JudgeFailure { post_id: p.post_id, cause }),
         }
     }
@@ -719,7 +776,7 @@ async fn judge_quality(
             }
         })
         .collect();
-    Ok(QualityReport { judge: judge.model.name().to_string(), sample: judge.sample, groups })
+    Ok((QualityReport { judge: judge.model.name().to_string(), sample: judge.sample, groups }, ratings))
 }
 
 fn caveats(r: &SimReport, preset: &Preset) -> Vec<String> {
@@ -748,6 +805,7 @@ fn caveats(r: &SimReport, preset: &Preset) -> Vec<String> {
         )),
     }
     out.push("Figure 6 counts followers of the 300 regular agents: most have few or none, two have more than 100.".into());
+    out.extend(report_human::caveats(r.human.as_ref()));
     out
 }
 

@@ -39,19 +39,19 @@ const PAPER_TABLE2: [(u32, TextKind, [f64; 3]); 4] = [
 ];
 
 /// One table of the report, as both renderers print it.
-struct Table {
-    title: String,
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
+pub(super) struct Table {
+    pub(super) title: String,
+    pub(super) header: Vec<String>,
+    pub(super) rows: Vec<Vec<String>>,
     /// Columns of words, aligned left; the others are numbers.
-    left: &'static [usize],
+    pub(super) left: &'static [usize],
 }
 
-fn stage_label(stage: u32) -> String {
+pub(super) fn stage_label(stage: u32) -> String {
     if stage == 0 { "seeding".into() } else { format!("stage {stage}") }
 }
 
-fn num(v: Option<f64>, places: usize) -> String {
+pub(super) fn num(v: Option<f64>, places: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.places$}"))
 }
 
@@ -171,6 +171,7 @@ fn tables(r: &SimReport) -> Vec<Table> {
                 .collect(),
         });
     }
+    out.extend(r.human.iter().flat_map(super::report_human::tables));
     out.push(Table {
         title: format!(
             "Followers (the paper's Figure 6); {} initial follows, {} made in the run",

@@ -2,6 +2,7 @@
 //! stages, whose figures are worked out here by hand.
 
 use some_schemas::Timestamp;
+use some_schemas::sim::Score;
 
 use super::*;
 use crate::sim::report_html::{render_html, render_text};
@@ -93,6 +94,7 @@ struct Rows {
     feeds: Vec<SimFeedRow>,
     follows: Vec<SimFollowRow>,
     turns: Vec<SimTurnRow>,
+    reviews: Vec<SimReviewRow>,
     preset: Preset,
 }
 
@@ -105,6 +107,7 @@ impl Rows {
             feeds: &self.feeds,
             follows: &self.follows,
             turns: &self.turns,
+            reviews: &self.reviews,
             preset: &self.preset,
         }
     }
@@ -161,6 +164,7 @@ fn rows() -> Rows {
                 run_id: RUN.into(),
             })
             .collect(),
+        reviews: Vec::new(),
         preset: preset(),
     }
 }
@@ -369,4 +373,78 @@ fn the_html_page_has_both_plots_and_escapes_run_text() {
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["actions"]["per_stage"][1]["applied"]["browse"], 2);
     assert_eq!(json["diversity"][2]["kind"], "comment");
+}
+
+fn review(item: &str, annotator: &str, at: i64, scores: &[(Score, i32)]) -> SimReviewRow {
+    let kind = item.split(':').next().unwrap_or_default();
+    let mut row = SimReviewRow {
+        item_id: item.into(),
+        kind: kind.into(),
+        annotator: annotator.into(),
+        rationality: None,
+        reflection: None,
+        informativeness: None,
+        consistency: None,
+        humanness: None,
+        knowledge: None,
+        source: "review.csv".into(),
+        imported_at: Timestamp(at),
+        run_id: RUN.into(),
+    };
+    scores.iter().for_each(|(s, v)| s.set(&mut row, Some(*v)));
+    row
+}
+
+#[test]
+fn human_scores_are_averaged_beside_the_papers_and_correlated_with_the_judge_on_the_reviewed_texts() {
+    use Score::*;
+    let text = |info| [(Informativeness, info), (Consistency, 2), (Humanness, 3)];
+    let mut r = rows();
+    r.reviews = vec![
+        review("like:t1:a1:s1", "ann", 1, &[(Rationality, 0)]),
+        // A later import of the same item by the same annotator wins.
+        review("like:t1:a1:s1", "ann", 2, &[(Rationality, 1)]),
+        review("like:t1:a1:s1", "bo", 1, &[(Rationality, 0)]),
+        review("follow:t1:a1:s3", "ann", 1, &[(Reflection, 1)]),
+        review("post_text:p2", "ann", 1, &[text(1).as_slice(), &[(Knowledge, 1)]].concat()),
+        review("comment_text:p3", "ann", 1, &text(2)),
+        review("post_text:p4", "ann", 1, &[text(2).as_slice(), &[(Knowledge, 0)]].concat()),
+        review("comment_text:p5", "ann", 1, &text(3)),
+    ];
+    let model = ScriptedModel::new("judge", |req| {
+        let prompt = &req.messages[0].content;
+        let info = if prompt.contains("the mountains the") {
+            1
+        } else if prompt.contains("nice hike") {
+            2
+        } else {
+            3
+        };
+        reply(&format!("Informativeness: {info}\nConsistency: 2\nHumanness: 3"))
+    });
+    // A sample of 0: the judge rates the four reviewed texts and no others.
+    let report = futures::executor::block_on(build(r.input(), None, Some(Judge { model: &model, sample: 0 }))).unwrap();
+    assert_eq!(model.requests().len(), 4);
+    let h = report.human.as_ref().unwrap();
+    assert_eq!((h.annotators.clone(), h.items), (vec!["ann".to_string(), "bo".to_string()], 6));
+    let like = &h.groups[0];
+    assert_eq!((like.stage, like.kind, like.items, like.scores[0].n, like.scores[0].mean), (1, ReviewKind::Like, 1, 2, Some(0.5)));
+    let all_info = h.correlations.iter().find(|c| c.kind.is_none() && c.score == Informativeness).unwrap();
+    // Human 1, 2, 2, 3 against judge 1, 2, 3, 3: r = 2 / sqrt(5.5).
+    assert_eq!(all_info.pairs, 4);
+    assert!(close(all_info.r, 2.0 / 5.5f64.sqrt()), "{all_info:?}");
+    let text = render_text(&report);
+    let lines = squeezed(&text);
+    let has = |line: &str| lines.iter().any(|l| l == line);
+    assert!(has("stage 1 like 1 2 0.500 0.678"), "{text}");
+    assert!(has("stage 1 follow 1 1 1.000 0.644"), "{text}");
+    assert!(has("stage 1 post 1 1 1.000 2.000 3.000 1.000 2.733 2.911 2.600 0.889"), "{text}");
+    assert!(has("stage 2 comment 1 1 3.000 2.000 3.000 - 2.522 2.011 2.600 -"), "{text}");
+    assert!(has("post+comment Info 4 0.853"), "{text}");
+    assert!(has("post Info 2 - 2 pairs; needs at least 3"), "{text}");
+    assert!(has("post+comment Hum 4 - the human scores do not vary (all 3)"), "{text}");
+
+    r.reviews.push(review("like:t9:a1:s1", "ann", 1, &[(Rationality, 1)]));
+    let err = futures::executor::block_on(build(r.input(), None, None)).unwrap_err();
+    assert_eq!(err.to_string(), "sim_reviews: item like:t9:a1:s1 of run r: not an item of the run's committed turns");
 }

@@ -21,6 +21,7 @@ mod report;
 mod rerun;
 mod run;
 mod sim;
+mod sim_review;
 mod sql;
 mod status;
 mod synth;

@@ -35,6 +35,9 @@ pub enum Sim {
     Cancel(SimCancel),
     /// The paper's metrics for a run, beside the paper's figures.
     Report(SimReportCmd),
+    /// Human evaluation: export items for annotators, import their scores.
+    #[command(subcommand)]
+    Review(super::sim_review::SimReview),
 }
 
 impl Sim {
@@ -45,6 +48,7 @@ impl Sim {
             Sim::Status(cmd) => cmd.run(lake).await,
             Sim::Cancel(cmd) => cmd.run(lake).await,
             Sim::Report(cmd) => cmd.run(lake).await,
+            Sim::Review(cmd) => cmd.run(lake).await,
         }
     }
 }

@@ -2,11 +2,13 @@
 //! ([`spec`]), the coordinator that runs turns ([`coordinator`]) and the
 //! vectors its similarity ranker needs ([`vectors`]), the
 //! shards workers run ([`shard`], [`work`]), a run's state as the lake
-//! holds it ([`state`]) and its report ([`report`]). The simulation itself (agents, platform, feeds,
+//! holds it ([`state`]), its report ([`report`]) and the human evaluation's
+//! export and import ([`review`]). The simulation itself (agents, platform, feeds,
 //! metrics) is `some_jobs::sim`, free of transport.
 
 pub mod coordinator;
 pub mod report;
+pub mod review;
 pub mod shard;
 pub mod spec;
 pub mod state;

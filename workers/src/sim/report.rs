@@ -1,5 +1,6 @@
 //! A run's report from the lake: the committed turns' rows (rows of a turn
-//! still being committed are left out), handed to `some_jobs::sim::report`.
+//! still being committed are left out) and the run's imported human
+//! reviews, handed to `some_jobs::sim::report`.
 
 use datafusion::prelude::{Expr, col, lit};
 use some_jobs::sim::report::{self, Judge, ReportError, ReportInput, SimReport};
@@ -8,6 +9,7 @@ use some_schemas::sim::{
     sim_posts, sim_turns,
 };
 
+use super::review::read_reviews;
 use super::spec::SimSpec;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
@@ -41,6 +43,7 @@ pub async fn sim_report(
     let actions: Vec<SimActionRow> = lake.read(&ctx, committed(sim_actions::run_id, sim_actions::turn)).await?;
     let feeds: Vec<SimFeedRow> = lake.read(&ctx, committed(sim_feeds::run_id, sim_feeds::turn)).await?;
     let follows: Vec<SimFollowRow> = lake.read(&ctx, committed(sim_follows::run_id, sim_follows::turn)).await?;
+    let reviews = read_reviews(lake, &ctx, spec.run_id.as_str()).await?;
     let input = ReportInput {
         agents: &agents,
         posts: &posts,
@@ -48,6 +51,7 @@ pub async fn sim_report(
         feeds: &feeds,
         follows: &follows,
         turns: &turns,
+        reviews: &reviews,
         preset: &spec.preset,
     };
     let embedder = if embedder { installed_embedder(&spec.embedding_model)? } else { None };
@@ -57,5 +61,6 @@ pub async fn sim_report(
         ReportError::Row { .. } => Error::Invalid(format!("simulation {}: {e}", spec.run_id)),
         ReportError::Embed(e) => Error::Embed(e),
         ReportError::Judge(e) => Error::Model(e),
+        ReportError::Review(e) => Error::Job(e).context(format!("simulation {}", spec.run_id)),
     })
 }
