@@ -177,9 +177,10 @@ fn json_lines(reply: &str) -> Option<Vec<(String, String)>> {
                     }
                     other => other.to_string(),
                 };
-                // The schema's probabilities are percentages.
-                let percent = k.contains("probab") && v.is_number();
-                (k.replace('_', " "), if percent { format!("{text}%") } else { text })
+                // The schema asks for percentages, but small models write
+                // fractions (0.64 for 64%): a number read as the text form
+                // reads it, above 1 a percentage, else a fraction.
+                (k.replace('_', " "), text)
             })
             .collect(),
     )

@@ -97,3 +97,11 @@ fn the_idle_plan_never_acts() {
     assert!((0..168).all(|t| !idle.browsing_at(Turn(t)) && !idle.posting_at(Turn(t))));
     assert_eq!(idle.quotas(10), (0, 0, 0));
 }
+
+#[test]
+fn json_probabilities_are_percentages_above_one_and_fractions_below() {
+    let reply = r#"{"browsing_time": "20:00-21:00", "posting_days": ["Monday"], "posting_time": "19:00-20:00",
+        "like_probability": 0.64, "reblog_probability": 30, "comment_probability": 1, "posts_per_week": 2}"#;
+    let p = Plan::parse(reply).unwrap();
+    assert_eq!((p.like, p.reblog, p.comment), (0.64, 0.3, 1.0), "0.64 is the 64% a small model means, not 0.64%");
+}
