@@ -570,19 +570,8 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
     };
     let run = run_facts(&input, &agents, embedder);
     let health = health::stage_health(input.turns, input.actions);
-    let mut report = SimReport {
-        run,
-        diversity,
-        engagement,
-        own_posts,
-        followers,
-        actions,
-        top_posts,
-        quality,
-        human,
-        health,
-        caveats: Vec::new(),
-    };
+    let mut report =
+        SimReport { run, diversity, engagement, own_posts, followers, actions, top_posts, quality, human, health, caveats: Vec::new() };
     report.caveats = caveats(&report, preset);
     Ok(report)
 }
