@@ -71,6 +71,7 @@ pub mod reflect;
 pub mod report;
 pub mod report_html;
 pub mod report_human;
+mod report_table;
 pub mod review;
 pub mod review_file;
 pub mod rows;

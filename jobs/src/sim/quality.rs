@@ -52,6 +52,26 @@ pub fn parse(reply: &str) -> Result<Quality, ReplyError> {
     Ok(Quality { informativeness: got[0], consistency: got[1], humanness: got[2] })
 }
 
+/// A post or a comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextKind {
+    Post,
+    Comment,
+}
+
+impl TextKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextKind::Post => "post",
+            TextKind::Comment => "comment",
+        }
+    }
+    pub(super) fn of(post: &some_schemas::sim::SimPostRow) -> TextKind {
+        if post.parent_post_id.is_some() { TextKind::Comment } else { TextKind::Post }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,25 +97,7 @@ fn row_error(table: &'static str, at: impl Into<String>, cause: impl Into<String
     ReportError::Row { table, at: at.into(), cause: cause.into() }
 }
 
-/// A post or a comment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TextKind {
-    Post,
-    Comment,
-}
-
-impl TextKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TextKind::Post => "post",
-            TextKind::Comment => "comment",
-        }
-    }
-    fn of(post: &SimPostRow) -> TextKind {
-        if post.parent_post_id.is_some() { TextKind::Comment } else { TextKind::Post }
-    }
-}
+pub use super::quality::TextKind;
 
 /// Everything the report shows. Stages are numbered as in
 /// [`metrics::actions_per_stage`]: 0 is seeding, 1.. the interaction stages.

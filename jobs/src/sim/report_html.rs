@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use some_schemas::sim::ActionKind;
 
 use super::report::{Actions, FollowerBin, Followers, SimReport, Split, TextKind};
+use super::report_table::{Table, num, stage_label};
 
 /// Table 1's published pairs: (stage, action, [not engaged, engaged] BERTScore, the same for C.score).
 const PAPER_TABLE1: [(u32, ActionKind, [f64; 2], [f64; 2]); 6] = [
@@ -37,23 +38,6 @@ const PAPER_TABLE2: [(u32, TextKind, [f64; 3]); 4] = [
     (1, TextKind::Post, [2.658, 2.967, 3.000]),
     (2, TextKind::Post, [2.533, 2.983, 3.000]),
 ];
-
-/// One table of the report, as both renderers print it.
-pub(super) struct Table {
-    pub(super) title: String,
-    pub(super) header: Vec<String>,
-    pub(super) rows: Vec<Vec<String>>,
-    /// Columns of words, aligned left; the others are numbers.
-    pub(super) left: &'static [usize],
-}
-
-pub(super) fn stage_label(stage: u32) -> String {
-    if stage == 0 { "seeding".into() } else { format!("stage {stage}") }
-}
-
-pub(super) fn num(v: Option<f64>, places: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.places$}"))
-}
 
 fn signed(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:+.3}"))

@@ -23,8 +23,8 @@ use serde::Serialize;
 use some_schemas::sim::{ReviewKind, Score, SimReviewRow, sim_reviews};
 
 use super::quality::Quality;
-use super::report::TextKind;
-use super::report_html::{Table, num, stage_label};
+use super::quality::TextKind;
+use super::report_table::{Table, num, stage_label};
 use super::review::ReviewIndex;
 use super::review_file::latest;
 use crate::error::Error;
