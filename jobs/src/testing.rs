@@ -103,7 +103,15 @@ pub fn sim_answer(prompt: &str) -> String {
         return format!("Like: {}\nReblog: {}\nComment: {comment}", yes(1), yes(2));
     }
     if prompt.contains("The posts in it are numbered below") {
-        return format!("1: like\n2: like, reblog, comment: Well said {}", h % 1000);
+        let shown = prompt.split("\nPosts:\n").nth(1).and_then(|r| r.split("\n\n").next()).map_or(0, |r| r.lines().count());
+        let reactions: Vec<String> = (1..=shown)
+            .map(|i| match i {
+                1 => r#"{"post": 1, "like": true, "reblog": false, "comment": ""}"#.to_string(),
+                2 => format!(r#"{{"post": 2, "like": true, "reblog": true, "comment": "Well said {}"}}"#, h % 1000),
+                _ => format!(r#"{{"post": {i}, "like": false, "reblog": false, "comment": ""}}"#),
+            })
+            .collect();
+        return format!(r#"{{"reactions": [{}]}}"#, reactions.join(", "));
     }
     if prompt.contains("Suggest") && prompt.contains("topics you could post about") {
         let count = prompt.split("Suggest ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(1u64);

@@ -14,7 +14,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::error::{ReplyError, json_body};
+use crate::chat::JsonSchema;
+
+use super::error::{Question, ReplyError, json_body};
 use super::ids::{AgentId, PostId};
 
 /// A post as the agent is shown it.
@@ -43,6 +45,29 @@ pub struct Decision {
 
 pub fn decide_prompt(persona: &str, author: &str, post: &str) -> String {
     DECIDE.replace("{persona}", persona).replace("{author}", author).replace("{post}", post)
+}
+
+/// A comment's length limit in the schemas, so a constrained model cannot
+/// fill its reply limit with one comment.
+pub const MAX_COMMENT_CHARS: usize = 280;
+
+/// The question on one post: [`decide_prompt`] and [`decision_schema`].
+pub fn decide_question(persona: &str, author: &str, post: &str) -> Question {
+    Question { schema: Some(JsonSchema::new("decision", decision_schema())), ..Question::new(decide_prompt(persona, author, post)) }
+}
+
+/// The schema of one post's decision; an empty comment is no comment.
+pub fn decision_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["like", "reblog", "comment"],
+        "properties": {
+            "like": {"type": "boolean"},
+            "reblog": {"type": "boolean"},
+            "comment": {"type": "string", "maxLength": MAX_COMMENT_CHARS}
+        }
+    })
 }
 
 /// The topics prompt. The agent's recent posts are in it, so a model that
@@ -74,7 +99,7 @@ fn yes_no(value: &str) -> Option<bool> {
     }
 }
 
-fn comment_value(value: &str) -> Option<String> {
+pub(super) fn comment_value(value: &str) -> Option<String> {
     let v = value.trim().trim_matches('"').trim();
     let v = v.strip_prefix("Comment content:").map_or(v, str::trim);
     let lower = v.to_lowercase();

@@ -5,19 +5,54 @@
 //! query, and the plan's quotas are stated in the prompt and enforced again
 //! on the reply. Prompt: `prompts/sim/decide_feed.txt` (ours).
 //!
-//! The reply is one `N: like, reblog, comment: text` line per post reacted
-//! to, or "none". A number outside the feed, or a reply with no such line
-//! that is not "none", is an error.
+//! The question asks for `{"reactions": [{"post", "like", "reblog",
+//! "comment"}]}` with one entry per post, under a JSON schema for endpoints
+//! with structured output: a small model fills one entry per post more
+//! reliably than it writes numbered lines. Replies from endpoints without
+//! structured output may instead list only the posts reacted to, as JSON
+//! or as `N: like, reblog, comment: text` lines, or say "none". A post
+//! number outside the feed, or a reply in none of these forms, is an error.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
+use serde_json::Value;
 
 use super::decide::{Decision, FeedPost};
-use super::error::ReplyError;
+use super::error::{Question, ReplyError, json_body};
+use crate::chat::JsonSchema;
 
 const PROMPT: &str = include_str!("../../prompts/sim/decide_feed.txt");
 const WHAT: &str = "feed decision";
+
+/// The question for a feed of `feed.len()` posts: [`prompt`] and [`json_schema`].
+pub fn question(persona: &str, feed: &[FeedPost], quotas: (usize, usize, usize)) -> Question {
+    Question { schema: Some(JsonSchema::new("reactions", json_schema(feed.len()))), ..Question::new(prompt(persona, feed, quotas)) }
+}
+
+/// The reply's schema: exactly one entry per post, numbered within the feed.
+pub fn json_schema(n: usize) -> Value {
+    let numbers: Vec<usize> = (1..=n).collect();
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["reactions"],
+        "properties": {"reactions": {
+            "type": "array", "minItems": n, "maxItems": n,
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["post", "like", "reblog", "comment"],
+                "properties": {
+                    "post": {"enum": numbers},
+                    "like": {"type": "boolean"},
+                    "reblog": {"type": "boolean"},
+                    "comment": {"type": "string", "maxLength": super::decide::MAX_COMMENT_CHARS}
+                }
+            }
+        }}
+    })
+}
 
 pub fn prompt(persona: &str, feed: &[FeedPost], (likes, reblogs, comments): (usize, usize, usize)) -> String {
     let posts: Vec<String> = feed.iter().enumerate().map(|(i, p)| format!("{}. By user {}: {}", i + 1, p.author, p.content)).collect();
@@ -34,8 +69,53 @@ fn line() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^\s*(?:post\s*)?\[?(\d+)\]?\s*[:.)\-]\s*(.*)$").unwrap_or_else(|e| panic!("{e}")))
 }
 
+fn post_number(k: usize, n: usize) -> Result<usize, ReplyError> {
+    (1..=n).contains(&k).then(|| k - 1).ok_or_else(|| ReplyError::BadValue {
+        what: WHAT,
+        field: "post number".into(),
+        cause: format!("{k} is not a post of the feed (1-{n})"),
+    })
+}
+
+/// The decisions of a `{"reactions": [...]}` reply, if the reply is one.
+/// A flag or comment left out is not done.
+fn from_json(body: &str, n: usize) -> Option<Result<Vec<Decision>, ReplyError>> {
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(body) else { return None };
+    let bad = |field: &str, cause: String| ReplyError::BadValue { what: WHAT, field: field.into(), cause };
+    let read = || -> Result<Vec<Decision>, ReplyError> {
+        let items = match o.get("reactions") {
+            Some(Value::Array(items)) => items,
+            Some(v) => return Err(bad("reactions", format!("is {}, not a list", crate::json::type_name(v)))),
+            None => return Err(ReplyError::MissingField { what: WHAT, field: "reactions".into() }),
+        };
+        let mut out = vec![Decision { like: false, reblog: false, comment: None }; n];
+        for item in items {
+            let Value::Object(r) = item else { return Err(bad("reactions", format!("holds {item}, not an object"))) };
+            let k = r.get("post").and_then(Value::as_u64).ok_or_else(|| bad("post", format!("missing or not a number in {item}")))?;
+            let d = &mut out[post_number(usize::try_from(k).unwrap_or(usize::MAX), n)?];
+            let flag = |key: &str| match r.get(key) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(v) => Err(bad(key, format!("is {}, not true or false", crate::json::type_name(v)))),
+            };
+            d.like |= flag("like")?;
+            d.reblog |= flag("reblog")?;
+            match r.get("comment") {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+                Some(Value::String(s)) => d.comment = super::decide::comment_value(s).or(d.comment.take()),
+                Some(v) => return Err(bad("comment", format!("is {}, not text", crate::json::type_name(v)))),
+            }
+        }
+        Ok(out)
+    };
+    Some(read())
+}
+
 /// One decision per post of a feed of `n` posts.
 pub fn parse(reply: &str, n: usize) -> Result<Vec<Decision>, ReplyError> {
+    if let Some(d) = from_json(json_body(reply), n) {
+        return d;
+    }
     let mut out = vec![Decision { like: false, reblog: false, comment: None }; n];
     let mut read = 0;
     for raw in reply.lines() {
@@ -46,11 +126,7 @@ pub fn parse(reply: &str, n: usize) -> Result<Vec<Decision>, ReplyError> {
             field: "post number".into(),
             cause: format!("{:?} is not a number", &c[1]),
         })?;
-        let d = out.get_mut(k.wrapping_sub(1)).ok_or_else(|| ReplyError::BadValue {
-            what: WHAT,
-            field: "post number".into(),
-            cause: format!("{k} is not a post of the feed (1-{n})"),
-        })?;
+        let d = &mut out[post_number(k, n)?];
         let rest = c[2].trim();
         let (flags, comment) = match rest.to_lowercase().find("comment") {
             Some(at) => (&rest[..at], rest[at + "comment".len()..].trim_start_matches([':', ' ']).trim()),
@@ -65,7 +141,7 @@ pub fn parse(reply: &str, n: usize) -> Result<Vec<Decision>, ReplyError> {
         read += 1;
     }
     if read == 0 && !reply.trim().trim_matches(|c: char| !c.is_alphanumeric()).eq_ignore_ascii_case("none") {
-        return Err(ReplyError::Unreadable { what: WHAT, cause: "no \"N: ...\" line and not \"none\"".into() });
+        return Err(ReplyError::Unreadable { what: WHAT, cause: "not a {\"reactions\": [...]} object, no \"N: ...\" line and not \"none\"".into() });
     }
     Ok(out)
 }
@@ -87,8 +163,27 @@ mod tests {
             "feed decision reply: field \"post number\" 4 is not a post of the feed (1-3)"
         );
         assert!(matches!(parse("I liked the second one", 3), Err(ReplyError::Unreadable { .. })));
+
+        // The structured form, one entry per post; an empty comment is none.
+        let json = r#"{"reactions": [{"post": 1, "like": true, "reblog": false, "comment": ""},
+            {"post": 2, "like": false, "reblog": true, "comment": "Agreed."}, {"post": 3, "like": false, "reblog": false, "comment": "none"}]}"#;
+        let d = parse(json, 3).unwrap();
+        assert_eq!(d[0], Decision { like: true, reblog: false, comment: None });
+        assert_eq!(d[1], Decision { like: false, reblog: true, comment: Some("Agreed.".into()) });
+        assert_eq!(d[2], Decision { like: false, reblog: false, comment: None });
+        // Only the posts reacted to, from an endpoint without the schema.
+        assert_eq!(parse("```json\n{\"reactions\": [{\"post\": 2, \"like\": true}]}\n```", 2).unwrap()[1].like, true);
+        assert_eq!(
+            parse(r#"{"reactions": [{"post": 5, "like": true}]}"#, 3).unwrap_err().to_string(),
+            "feed decision reply: field \"post number\" 5 is not a post of the feed (1-3)"
+        );
+        assert!(parse(r#"{"reactions": [{"post": 1, "like": "maybe"}]}"#, 3).unwrap_err().to_string().contains("\"like\" is a string, not true or false"));
+        assert!(matches!(parse(r#"{"liked": [1]}"#, 3), Err(ReplyError::MissingField { .. })));
         let feed = [FeedPost { id: PostId(1), author: AgentId(7), content: "Hi".into() }];
         let p = prompt("me", &feed, (1, 0, 2));
         assert!(p.contains("you like at most 1, reblog at most 0 and comment on at most 2") && p.contains("Posts:\n1. By user 7: Hi\n"));
+        let schema = &question("me", &feed, (1, 0, 2)).schema.unwrap().schema;
+        assert_eq!(schema["properties"]["reactions"]["minItems"], 1);
+        assert_eq!(schema["properties"]["reactions"]["items"]["properties"]["post"]["enum"], serde_json::json!([1]));
     }
 }

@@ -38,6 +38,13 @@ fn rating_after(lower: &str, name: &str) -> Option<Result<u8, String>> {
     })
 }
 
+/// The reply's schema, for endpoints with structured output.
+pub fn json_schema() -> serde_json::Value {
+    let rating = serde_json::json!({"enum": [1, 2, 3]});
+    let properties: serde_json::Map<String, serde_json::Value> = CRITERIA.iter().map(|c| (c.to_string(), rating.clone())).collect();
+    serde_json::json!({"type": "object", "additionalProperties": false, "required": CRITERIA, "properties": properties})
+}
+
 /// Reads a judge reply.
 pub fn parse(reply: &str) -> Result<Quality, ReplyError> {
     let lower = json_body(reply).to_lowercase();

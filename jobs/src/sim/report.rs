@@ -48,7 +48,7 @@ use super::persona::Persona;
 use super::report_human::{self, HumanReport};
 use super::review::{ReviewIndex, ReviewRows};
 use super::{quality, tfidf};
-use crate::chat::{ChatModel, ChatRequest, Message, ModelError};
+use crate::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError};
 use crate::embed::{EmbedError, Embedder, Purpose};
 
 /// Texts per embedding call.
@@ -677,7 +677,12 @@ fn top_posts(acts: &[Act<'_>], posts: &BTreeMap<i64, (&SimPostRow, u32)>) -> Vec
 /// One judge call; deterministic settings so a rerun can reproduce it.
 async fn rate(model: &dyn ChatModel, persona: &Persona, kind: TextKind, text: &str) -> Result<crate::chat::ChatResponse, ModelError> {
     let prompt = quality::prompt(persona, kind.as_str(), text);
-    let request = ChatRequest { messages: vec![Message::user(prompt)], temperature: Some(0.0), ..Default::default() };
+    let request = ChatRequest {
+        messages: vec![Message::user(prompt)],
+        temperature: Some(0.0),
+        response_format: Some(JsonSchema::new("quality", quality::json_schema())),
+        ..Default::default()
+    };
     model.chat(&request).await
 }
 

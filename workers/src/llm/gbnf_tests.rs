@@ -2,7 +2,7 @@
 //! and the schemas the converter refuses.
 
 use serde_json::json;
-use some_jobs::sim::{AgentId, enrich, plan, reflect};
+use some_jobs::sim::{AgentId, decide, decide_feed, enrich, plan, quality, reflect};
 
 use super::*;
 
@@ -25,6 +25,18 @@ comment-probability ::= ("0" | [1-9] [0-9]{0,2}) ("." [0-9]{1,16})?
 posts-per-week ::= ("0" | [1-9] [0-9]{0,2})
 ws ::= | " " | "\n" [ \t]{0,20}
 "#;
+
+#[test]
+fn a_feed_decision_has_one_entry_per_post_numbered_within_the_feed() {
+    let g = to_gbnf(&decide_feed::json_schema(3)).unwrap();
+    let lines: Vec<&str> = g.lines().collect();
+    assert_eq!(lines[1], r#"reactions ::= "[" ws reactions-item ("," ws reactions-item){2} ws "]""#, "{g}");
+    assert!(lines.contains(&r#"reactions-item-post ::= "1" | "2" | "3""#), "{g}");
+    assert!(lines.contains(&r#"reactions-item-comment ::= "\"" char{0,280} "\"""#), "{g}");
+    assert!(to_gbnf(&decide::decision_schema()).unwrap().contains(r#"like ::= "true" | "false""#));
+    let g = to_gbnf(&quality::json_schema()).unwrap();
+    assert!(g.contains(r#""\"humanness\"" ws ":" ws humanness ws "}""#) && g.contains(r#"humanness ::= "1" | "2" | "3""#), "{g}");
+}
 
 #[test]
 fn enrichment_strings_are_bounded_and_follows_are_the_authors_shown() {
