@@ -3,9 +3,10 @@
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value, json};
-use some_tests::{free_port, some, some_bin, wait_for_port};
+use some_tests::{free_port, http, some, some_bin, wait_for_port};
 
 fn small_world() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -97,6 +98,55 @@ async fn an_mcp_client_explores_the_world_over_http() {
     let client = ().serve(transport).await.unwrap();
     explore(&client).await;
     client.cancel().await.unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+/// Beyond loopback the server needs a token; with one, the official
+/// client gets in only by sending it, and bodies past the limit get 413.
+#[tokio::test]
+async fn an_mcp_server_with_a_token_lets_in_only_its_holders() {
+    let (dir, lake) = small_world();
+    let refused = some(&lake, &[], &["mcp", "--http", &format!("0.0.0.0:{}", free_port())]);
+    assert!(
+        refused.status != 0 && refused.stderr.contains("refusing to listen on 0.0.0.0:") && refused.stderr.contains("without an access token"),
+        "{}",
+        refused.stderr
+    );
+
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let port = free_port();
+    let mut server = std::process::Command::new(some_bin())
+        .args(["--lake", &lake, "mcp", "--http", &port.to_string(), "--token-file", token_file.to_str().unwrap()])
+        .env_remove("SOME_LAKE")
+        .env_remove("SOME_API_KEY")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_port(port, std::time::Duration::from_secs(30)), "some mcp --http did not listen on {port}");
+    let uri = format!("http://127.0.0.1:{port}/mcp");
+
+    let config = StreamableHttpClientTransportConfig::with_uri(uri.clone()).auth_header("s3cret-token");
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    explore(&client).await;
+    client.cancel().await.unwrap();
+    for token in [None, Some("wrong")] {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(uri.clone());
+        if let Some(t) = token {
+            config = config.auth_header(t);
+        }
+        assert!(().serve(StreamableHttpClientTransport::from_config(config)).await.is_err(), "a client with token {token:?} got in");
+    }
+
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string();
+    let (status, body) = http(port, "POST", "/mcp", &[], &hello);
+    assert!(status.contains("401") && body.contains("a bearer token is required"), "{status} {body}");
+    let (status, body) = http(port, "POST", "/mcp", &["Authorization: Bearer s3cret"], &hello);
+    assert!(status.contains("401") && body.contains("the bearer token is wrong"), "{status} {body}");
+    let huge = ["Authorization: Bearer s3cret-token", "Content-Length: 2097152"];
+    let (status, body) = http(port, "POST", "/mcp", &huge, "{}");
+    assert!(status.contains("413") && body.contains("larger than 1048576 bytes"), "{status} {body}");
     server.kill().unwrap();
     server.wait().unwrap();
 }

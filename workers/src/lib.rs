@@ -11,7 +11,8 @@
 //! - [`compute`]: compute workers serving the tools' kernels to LLM
 //!   workers over the broker;
 //! - [`world`]: filling the lake with queries and worlds, checking it, and
-//!   reading it for the tools; [`mcp`] serves the tools over MCP.
+//!   reading it for the tools; [`mcp`] serves the tools over MCP;
+//! - [`access`]: who may call those servers and the served models.
 //!
 //! The lifecycle of work:
 //! - [`runs`]: a run's record and results, running and judging its shards,
@@ -24,6 +25,7 @@
 //! Every fallible call returns the one [`Error`], which says whether trying
 //! again may help.
 
+pub mod access;
 pub mod compute;
 pub mod coordinator;
 pub mod embed;

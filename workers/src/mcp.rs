@@ -23,6 +23,7 @@ use some_jobs::kernels::Kernels;
 use some_jobs::tools::{ALL_TOOLS, Folders, ToolContext, ToolSettings, call_tool};
 use tokio::sync::Mutex;
 
+use crate::access::Access;
 use crate::error::{Error, Result};
 use crate::world::LakeBackend;
 
@@ -65,10 +66,15 @@ impl SomeMcp {
         Ok(())
     }
 
-    /// Serves streamable HTTP at `addr` (path `/mcp`) until `shutdown` resolves.
+    /// A request's limit: tool arguments are a few names and dates.
+    pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+    /// Serves streamable HTTP at `addr` (path `/mcp`), to whom `access`
+    /// lets in, until `shutdown` resolves.
     pub async fn serve_http(
         self,
         addr: SocketAddr,
+        access: &Access,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<SocketAddr> {
         use rmcp::transport::streamable_http_server::{
@@ -79,7 +85,8 @@ impl SomeMcp {
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default(),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        access.check_bind(addr)?;
+        let router = access.guard(axum::Router::new().nest_service("/mcp", service));
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(Error::io(format!("mcp: listening on {addr}")))?;
         let local = listener.local_addr().map_err(Error::io("mcp: the listening address"))?;
         tokio::spawn(async move {

@@ -16,7 +16,8 @@ use some_jobs::synth::{Scale, SynthConfig, World};
 use some_schemas::{QueueLocation, RunId};
 use some_workers::Lake;
 use some_workers::embed::{BuiltinEmbedder, EmbedTarget, embed};
-use some_workers::llm::serve::{Served, serve};
+use some_workers::access::Access;
+use some_workers::llm::serve::{MAX_REQUEST_BYTES, Served, serve};
 use some_workers::llm::{ClientSettings, chat_model};
 use some_workers::models::{fetch, model};
 use some_workers::runs::plan_queries;
@@ -100,7 +101,9 @@ impl Demo {
         let served =
             Served { chat: chat_model(&self.model, &[], &ClientSettings::default(), threads)?, embedder: Some(Arc::new(embedder)) };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let bound = serve(served, "127.0.0.1:0".parse()?, async {
+        // The environment's token, if any, is the one the client sends too.
+        let access = Access::configured(None, MAX_REQUEST_BYTES)?;
+        let bound = serve(served, "127.0.0.1:0".parse()?, &access, async {
             let _ = stopped.await;
         })
         .await?;

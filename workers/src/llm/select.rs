@@ -17,8 +17,15 @@ pub fn chat_model(name: &str, endpoints: &[String], settings: &ClientSettings, t
     if endpoints.is_empty() {
         return Ok(Arc::new(LocalModel::load(built_in_chat_model(name)?, threads)?));
     }
-    let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
+    let pool = pool(endpoints);
     Ok(Arc::new(OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Invalid(e.to_string()))?))
+}
+
+/// The endpoints at these URLs, each sent the key of
+/// [`crate::access::TOKEN_ENV`] when it is set.
+fn pool(endpoints: &[String]) -> Vec<Endpoint> {
+    let key = crate::access::api_key();
+    endpoints.iter().map(|e| Endpoint { api_key: key.clone(), ..Endpoint::new(e) }).collect()
 }
 
 /// The built-in chat model called `name`; no such model is an unknown
@@ -37,7 +44,7 @@ pub fn check_chat_model(name: &str, endpoints: &[String]) -> Result<()> {
     if endpoints.is_empty() {
         return crate::models::require(built_in_chat_model(name)?).map(drop);
     }
-    let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
+    let pool = pool(endpoints);
     OpenAiClient::new(name, pool, ClientSettings::default()).map(drop).map_err(|e| Error::Invalid(e.to_string()))
 }
 
@@ -52,7 +59,7 @@ pub fn embedder(name: &str, endpoints: &[String], settings: &ClientSettings) -> 
     if endpoints.is_empty() {
         return installed_embedder(name);
     }
-    let pool = endpoints.iter().map(|e| Endpoint::new(e)).collect();
+    let pool = pool(endpoints);
     let client = OpenAiClient::new(name, pool, settings.clone()).map_err(|e| Error::Invalid(e.to_string()))?;
     let mut embedder = OpenAiEmbedder::new(client, 0);
     if name.to_ascii_lowercase().contains("qwen3-embedding") {
@@ -104,7 +111,7 @@ mod tests {
             let recording = Arc::new(Recording(name, Mutex::new(Vec::new())));
             let chat = Arc::new(some_jobs::testing::ScriptedModel::new("chat", |_| Ok(Default::default())));
             let served = Served { chat, embedder: Some(recording.clone()) };
-            let addr = serve(served, "127.0.0.1:0".parse().unwrap(), std::future::pending()).await.unwrap();
+            let addr = serve(served, "127.0.0.1:0".parse().unwrap(), &crate::access::Access::open(crate::llm::serve::MAX_REQUEST_BYTES), std::future::pending()).await.unwrap();
             let e = embedder(name, &[format!("http://{addr}/v1")], &ClientSettings::default()).unwrap().unwrap();
             let v = e.embed(&["火锅".into()], Purpose::Query).await.unwrap();
             assert_eq!(v, vec![vec![1.0, 0.0, 0.0]]);

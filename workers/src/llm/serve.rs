@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, NativeCallRecord, Role};
 use some_jobs::embed::{Embedder, Purpose};
 
+use crate::access::Access;
 use crate::error::{Error, Result};
 
 /// What the server serves.
@@ -230,17 +231,24 @@ async fn models(State(served): State<Arc<Served>>) -> Json<Value> {
     Json(json!({"object": "list", "data": data}))
 }
 
-/// Serves until `shutdown` resolves; returns the bound address at once.
+/// A request body's limit: a long conversation is some hundred kilobytes.
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// Serves, to whom `access` lets in, until `shutdown` resolves; returns the
+/// bound address at once.
 pub async fn serve(
     served: Served,
     addr: SocketAddr,
+    access: &Access,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<SocketAddr> {
+    access.check_bind(addr)?;
     let router = axum::Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/models", get(models))
         .with_state(Arc::new(served));
+    let router = access.guard(router);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(Error::io(format!("listening on {addr}")))?;
     let local = listener.local_addr().map_err(Error::io("the listening address"))?;
     tokio::spawn(async move {
@@ -303,7 +311,7 @@ mod tests {
             Ok(some_jobs::chat::ChatResponse { content: "你好".into(), model: "m".into(), usage, ..Default::default() })
         });
         let served = Served { chat: Arc::new(model), embedder: None };
-        let addr = serve(served, "127.0.0.1:0".parse().unwrap(), std::future::pending()).await.unwrap();
+        let addr = serve(served, "127.0.0.1:0".parse().unwrap(), &Access::open(MAX_REQUEST_BYTES), std::future::pending()).await.unwrap();
         let messages = json!([{"role": "user", "content": "hi"}]);
 
         let (status, kind, text) =
