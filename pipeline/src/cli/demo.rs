@@ -142,19 +142,23 @@ impl Demo {
         // Sized to show agents behaving within the demo's minutes on two
         // cores: the personas plan from their sets' own descriptions
         // (enriching them would double the time; `some sim run` enriches by
-        // default), the whole feed is decided in one call, and agents
-        // reflect (and follow) every 2 turns instead of the paper's 2 days,
-        // which a run of 7 turns never reaches.
+        // default), the whole feed of 3 posts is decided in one call, and
+        // agents reflect (and follow) every 2 turns instead of the paper's
+        // 2 days, which a run of 3 turns never reaches. Only the first
+        // stage runs: the second shows regular agents' own posts, which
+        // come at their planned posting hours, past the night hours a
+        // short run covers.
         step(
             7,
-            "a small persona-driven simulation through the same endpoint: 3 initial and 6 regular agents as their persona set describes them, seeding and two stages of 3 turns",
+            "a small persona-driven simulation through the same endpoint: 2 initial and 4 regular agents as their persona set describes them, seeding and the first stage's 2 turns",
         );
         let sim = SimRun {
             preset: PresetName::Demo,
-            initial: Some(3),
-            regular: Some(6),
-            seed_posts: Some(6),
-            stage_turns: Some(3),
+            initial: Some(2),
+            regular: Some(4),
+            seed_posts: Some(4),
+            stage_turns: Some(2),
+            stages: Some(1),
             personas: PersonaSet::Builtin,
             model: self.model.clone(),
             endpoints: run_endpoint.clone(),

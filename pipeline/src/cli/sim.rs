@@ -93,6 +93,11 @@ pub struct SimRun {
     /// Turns (hours) of each stage, instead of the preset's.
     #[arg(long)]
     pub stage_turns: Option<u32>,
+    /// Run only the preset's first N stages (the paper's second stage
+    /// shows regular agents' own posts, which a run of a few hours may not
+    /// have yet).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stages: Option<u32>,
     /// `builtin` (RecAgent's 1,000 users), `oasis-reddit:FILE`,
     /// `oasis-twitter:FILE` or `recagent:USERS[,RELATIONSHIPS]`.
     #[arg(long, default_value = "builtin", value_parser = parse_personas)]
@@ -204,6 +209,9 @@ impl SimRun {
         preset.seed_posts = self.seed_posts.unwrap_or(preset.seed_posts);
         if let Some(turns) = self.stage_turns {
             preset.stages.iter_mut().for_each(|s| s.turns = turns);
+        }
+        if let Some(n) = self.stages {
+            preset.stages.truncate(n as usize);
         }
         let run_id = self.run_id.clone().unwrap_or_else(RunId::new_dated);
         let mut spec = SimSpec::new(run_id, &self.model, self.endpoints.clone(), preset, self.personas.clone());
