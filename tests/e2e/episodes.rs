@@ -278,3 +278,27 @@ fn a_run_uses_the_prompt_files_it_is_given() {
     assert_eq!(refused.status, 1);
     assert!(refused.stderr.contains("mdi.txt") && refused.stderr.contains("tasks/mid.txt"), "{}", refused.stderr);
 }
+
+/// An endpoint that takes 4 calls at once and refuses more with 429: a run
+/// allowed 32 calls at once settles near 4 and no episode fails.
+#[test]
+fn calls_at_once_settle_to_what_the_endpoint_takes_and_no_episode_fails() {
+    let (_dir, lake) = lake_with_world();
+    let endpoint = ScriptedEndpoint::with_capacity(4, |_, body| {
+        let text = if is_agent(body) { "根据该用户的帖子，情绪是积极的。" } else { "积极" };
+        Reply::Delayed(Duration::from_millis(30), text.into())
+    });
+    let run = some(
+        &lake,
+        &[],
+        &["run", "--tasks", "UEA", "--sample", "48", "--model", "scripted", "--endpoint", &endpoint.url, "--calls", "32", "--retries", "5"],
+    )
+    .ok();
+    assert!(run.stdout.contains("queries: 48 of 48 have a final result"), "{}\n{}", run.stdout, run.stderr);
+    let failed = sql(&lake, "SELECT count(*) AS n FROM episodes WHERE status = 'model_error'");
+    assert_eq!(failed, "n\n0\n");
+    // 48 agent calls and 48 judge calls answered; the refusals are the
+    // window finding the endpoint's capacity, not one per call.
+    assert_eq!(endpoint.requests(), 96);
+    assert!(endpoint.refused() < 24, "{} refusals for 96 answers", endpoint.refused());
+}

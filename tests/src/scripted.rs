@@ -31,6 +31,10 @@ struct Shared {
     policy: Box<Policy>,
     count: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
+    /// Requests answered at once; past it, 429 (a server at capacity).
+    capacity: usize,
+    in_flight: AtomicUsize,
+    refused: AtomicUsize,
 }
 
 /// The running endpoint; stops when dropped.
@@ -54,6 +58,17 @@ fn completion(n: usize, body: &Value, text: String) -> Response {
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+    if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.capacity {
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        shared.refused.fetch_add(1, Ordering::SeqCst);
+        return (StatusCode::TOO_MANY_REQUESTS, Json(json!({"error": {"message": "at capacity"}}))).into_response();
+    }
+    let response = answer(&shared, body).await;
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn answer(shared: &Shared, body: Value) -> Response {
     let n = shared.count.fetch_add(1, Ordering::SeqCst);
     shared.bodies.lock().unwrap().push(body.clone());
     match (shared.policy)(n, &body) {
@@ -81,7 +96,21 @@ impl ScriptedEndpoint {
     /// Starts the endpoint; `policy(n, body)` answers the n-th request
     /// (from 0), given its JSON body.
     pub fn start(policy: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> ScriptedEndpoint {
-        let shared = Arc::new(Shared { policy: Box::new(policy), count: AtomicUsize::new(0), bodies: Mutex::new(Vec::new()) });
+        ScriptedEndpoint::with_capacity(usize::MAX, policy)
+    }
+
+    /// Like [`ScriptedEndpoint::start`], answering 429 (no Retry-After) to
+    /// any request past `capacity` in flight; those are not counted in
+    /// [`ScriptedEndpoint::requests`] but in [`ScriptedEndpoint::refused`].
+    pub fn with_capacity(capacity: usize, policy: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> ScriptedEndpoint {
+        let shared = Arc::new(Shared {
+            policy: Box::new(policy),
+            count: AtomicUsize::new(0),
+            bodies: Mutex::new(Vec::new()),
+            capacity,
+            in_flight: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
+        });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
@@ -106,6 +135,11 @@ impl ScriptedEndpoint {
     /// Requests received so far.
     pub fn requests(&self) -> usize {
         self.shared.count.load(Ordering::SeqCst)
+    }
+
+    /// Requests refused for being past the capacity.
+    pub fn refused(&self) -> usize {
+        self.shared.refused.load(Ordering::SeqCst)
     }
 
     /// Every request body received, in order.

@@ -3,8 +3,10 @@
 //! embeddings.
 //!
 //! - A pool of endpoints serving the same model: each call goes to the one
-//!   with the fewest calls in flight.
-//! - Bounded concurrency across the pool.
+//!   with the fewest calls in flight among those with room.
+//! - Bounded concurrency across the pool, and per endpoint a window that
+//!   adapts to what the endpoint takes ([`super::window`]): it grows while
+//!   answers come and halves on 429 and 5xx.
 //! - Retries with exponential backoff and jitter (backon) on 429, 5xx,
 //!   time-outs and connection errors; a `Retry-After` header sets the wait.
 //!   Other 4xx answers are not retried.
@@ -25,7 +27,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
@@ -34,7 +36,9 @@ use sha2::{Digest, Sha256};
 use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::protocol::NativeToolCall;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
+
+use super::window::{Outcome, Ticket, Waited, Window};
 
 /// One endpoint: a base URL (`http://host:port/v1`) and its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +83,7 @@ impl Default for ClientSettings {
 
 struct Slot {
     endpoint: Endpoint,
-    in_flight: AtomicUsize,
+    window: Window,
     /// The endpoint answered a `response_format` with a refusal.
     refuses_schema: AtomicBool,
 }
@@ -93,6 +97,8 @@ pub struct ClientStats {
     pub cache_hits: AtomicU64,
     pub prompt_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
+    /// Times an endpoint's window halved on push-back.
+    pub pushed_back: AtomicU64,
 }
 
 /// The pool of endpoints for one model.
@@ -101,6 +107,9 @@ pub struct OpenAiClient {
     slots: Vec<Slot>,
     http: reqwest::Client,
     permits: Semaphore,
+    /// Signalled when a place in some endpoint's window frees.
+    room: Arc<Notify>,
+    waited: Waited,
     settings: ClientSettings,
     pub stats: Arc<ClientStats>,
 }
@@ -141,6 +150,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 
 impl OpenAiClient {
     pub fn new(model: &str, endpoints: Vec<Endpoint>, settings: ClientSettings) -> Result<OpenAiClient, ModelError> {
+        let room = Arc::new(Notify::new());
         let permanent = |message: String| ModelError::Permanent { endpoint: String::new(), message };
         if endpoints.is_empty() {
             return Err(permanent("no endpoint given".into()));
@@ -162,17 +172,56 @@ impl OpenAiClient {
             model: model.to_string(),
             slots: endpoints
                 .into_iter()
-                .map(|endpoint| Slot { endpoint, in_flight: AtomicUsize::new(0), refuses_schema: AtomicBool::new(false) })
+                .map(|endpoint| Slot {
+                    endpoint,
+                    window: Window::new(settings.concurrency, room.clone()),
+                    refuses_schema: AtomicBool::new(false),
+                })
                 .collect(),
             http,
             permits: Semaphore::new(settings.concurrency.max(1)),
+            room,
+            waited: Waited::default(),
             settings,
             stats: Arc::new(ClientStats::default()),
         })
     }
 
-    fn least_loaded(&self) -> &Slot {
-        self.slots.iter().min_by_key(|s| s.in_flight.load(Ordering::Relaxed)).unwrap_or(&self.slots[0])
+    /// A place in the window of the least loaded endpoint with room,
+    /// waiting until one has room.
+    async fn place(&self) -> (&Slot, Ticket<'_>) {
+        let since = Instant::now();
+        loop {
+            // Registered before looking, so a place freed meanwhile wakes it.
+            let freed = self.room.notified();
+            let mut slots: Vec<&Slot> = self.slots.iter().collect();
+            slots.sort_by_key(|s| s.window.in_flight());
+            if let Some(found) = slots.into_iter().find_map(|s| s.window.try_take().map(|t| (s, t))) {
+                self.waited.add(since);
+                return found;
+            }
+            freed.await;
+        }
+    }
+
+    /// Hands a place back with what its attempt found.
+    fn release(&self, slot: &Slot, ticket: Ticket<'_>, result: &Result<Value, Failure>) {
+        let outcome = match result {
+            Ok(_) => Outcome::Answered,
+            Err(Failure { status: Some(s), .. }) if *s == 429 || *s >= 500 => Outcome::PushedBack,
+            Err(_) => Outcome::Neutral,
+        };
+        if ticket.release(outcome) {
+            self.stats.pushed_back.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(endpoint = %slot.endpoint.base_url, calls_at_once = slot.window.limit(), "the endpoint pushed back; its calls at once halved");
+        }
+    }
+
+    /// Per endpoint: its base URL, the calls it takes at once now and the
+    /// most it took; and the time calls waited for room in all.
+    pub fn windows(&self) -> (Vec<(String, usize, usize)>, Duration) {
+        let each = self.slots.iter().map(|s| (s.endpoint.base_url.clone(), s.window.limit(), s.window.peak())).collect();
+        (each, self.waited.total())
     }
 
     /// One POST with the pool, the permit, the timeout and the retries.
@@ -185,10 +234,9 @@ impl OpenAiClient {
             .with_max_delay(self.settings.max_backoff)
             .with_max_times(self.settings.max_retries);
         let attempt = || async {
-            let slot = self.least_loaded();
-            slot.in_flight.fetch_add(1, Ordering::Relaxed);
+            let (slot, ticket) = self.place().await;
             let result = self.attempt(slot, path, body).await;
-            slot.in_flight.fetch_sub(1, Ordering::Relaxed);
+            self.release(slot, ticket, &result);
             result
         };
         attempt

@@ -87,3 +87,51 @@ async fn another_bad_request_is_not_taken_for_a_refused_schema() {
     assert!(matches!(&err, ModelError::Permanent { message, .. } if message.contains("does not exist")), "{err}");
     assert_eq!(seen.bodies.lock().unwrap().len(), 1);
 }
+
+/// An endpoint that takes 4 calls at once and answers 429 to any more.
+#[derive(Default)]
+struct Narrow {
+    in_flight: std::sync::atomic::AtomicUsize,
+    refused: std::sync::atomic::AtomicUsize,
+    answered: std::sync::atomic::AtomicUsize,
+}
+
+async fn narrow(State(e): State<Arc<Narrow>>) -> Response {
+    let now = e.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    let response = if now > 4 {
+        e.refused.fetch_add(1, Ordering::SeqCst);
+        (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0.05")], "busy").into_response()
+    } else {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        e.answered.fetch_add(1, Ordering::SeqCst);
+        Json(json!({"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]})).into_response()
+    };
+    e.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+#[tokio::test]
+async fn calls_at_once_settle_near_what_the_endpoint_takes() {
+    let state = Arc::new(Narrow::default());
+    let router = axum::Router::new().route("/v1/chat/completions", axum::routing::post(narrow)).with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let settings = ClientSettings { concurrency: 32, min_backoff: Duration::from_millis(10), ..Default::default() };
+    let client = Arc::new(OpenAiClient::new("m", vec![Endpoint::new(&format!("http://{addr}/v1"))], settings).unwrap());
+    let calls: Vec<_> = (0..400)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.chat(&ChatRequest { messages: vec![Message::user("hi")], ..Default::default() }).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().expect("no call fails");
+    }
+    let (windows, waited) = client.windows();
+    let (refused, answered) = (state.refused.load(Ordering::SeqCst), state.answered.load(Ordering::SeqCst));
+    assert_eq!(answered, 400);
+    assert!((3..=6).contains(&windows[0].1), "settled at {:?}", windows[0]);
+    assert!(refused < 40, "{refused} refusals for 400 answers: the window did not settle");
+    assert!(waited > Duration::ZERO);
+}

@@ -7,6 +7,7 @@ mod gbnf;
 mod local;
 mod select;
 pub mod serve;
+mod window;
 
 pub use client::{ClientSettings, ClientStats, Endpoint, OpenAiClient, OpenAiEmbedder, chat_body, read_chat};
 pub use local::{CONTEXT_TOKENS, DEFAULT_MAX_TOKENS, LocalModel};

@@ -111,7 +111,14 @@ mod tests {
             let recording = Arc::new(Recording(name, Mutex::new(Vec::new())));
             let chat = Arc::new(some_jobs::testing::ScriptedModel::new("chat", |_| Ok(Default::default())));
             let served = Served { chat, embedder: Some(recording.clone()) };
-            let addr = serve(served, "127.0.0.1:0".parse().unwrap(), &crate::access::Access::open(crate::llm::serve::MAX_REQUEST_BYTES), std::future::pending()).await.unwrap();
+            let addr = serve(
+                served,
+                "127.0.0.1:0".parse().unwrap(),
+                &crate::access::Access::open(crate::llm::serve::MAX_REQUEST_BYTES),
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
             let e = embedder(name, &[format!("http://{addr}/v1")], &ClientSettings::default()).unwrap().unwrap();
             let v = e.embed(&["火锅".into()], Purpose::Query).await.unwrap();
             assert_eq!(v, vec![vec![1.0, 0.0, 0.0]]);
