@@ -109,7 +109,9 @@ async fn an_mcp_server_with_a_token_lets_in_only_its_holders() {
     let (dir, lake) = small_world();
     let refused = some(&lake, &[], &["mcp", "--http", &format!("0.0.0.0:{}", free_port())]);
     assert!(
-        refused.status != 0 && refused.stderr.contains("refusing to listen on 0.0.0.0:") && refused.stderr.contains("without an access token"),
+        refused.status != 0
+            && refused.stderr.contains("refusing to listen on 0.0.0.0:")
+            && refused.stderr.contains("without an access token"),
         "{}",
         refused.stderr
     );

@@ -45,7 +45,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let prompt = request.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
         Ok(ChatResponse { content: sim_answer(prompt), model: "instant".into(), ..Default::default() })
     });
-    let addr: SocketAddr = serve(Served { chat: Arc::new(model), embedder: None }, "127.0.0.1:0".parse()?, &some_workers::access::Access::open(MAX_REQUEST_BYTES), std::future::pending()).await?;
+    let addr: SocketAddr = serve(
+        Served { chat: Arc::new(model), embedder: None },
+        "127.0.0.1:0".parse()?,
+        &some_workers::access::Access::open(MAX_REQUEST_BYTES),
+        std::future::pending(),
+    )
+    .await?;
     let endpoint = format!("http://{addr}/v1");
     let initial = agents / 10;
     let stage = |turns, browsing_authors| Stage { turns, acting: AgentKind::Regular, browsing_authors };

@@ -69,8 +69,7 @@ impl Access {
         match file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(Error::io(format!("reading the token file {}", path.display())))?;
-                Access::with_token(&text, max_body)
-                    .map_err(|_| Error::Invalid(format!("the token file {} is empty", path.display())))
+                Access::with_token(&text, max_body).map_err(|_| Error::Invalid(format!("the token file {} is empty", path.display())))
             }
             None => match api_key() {
                 Some(token) => Access::with_token(&token, max_body),
@@ -119,16 +118,17 @@ async fn check(State(access): State<Access>, request: Request, next: Next) -> Re
     if let Some(token) = &access.token {
         let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         match given {
-            None => return refuse(StatusCode::UNAUTHORIZED, "unauthorized", "a bearer token is required (Authorization: Bearer ...)".into()),
+            None => {
+                return refuse(StatusCode::UNAUTHORIZED, "unauthorized", "a bearer token is required (Authorization: Bearer ...)".into());
+            }
             Some(g) if !same(g.trim().as_bytes(), token.as_bytes()) => {
                 return refuse(StatusCode::UNAUTHORIZED, "unauthorized", "the bearer token is wrong".into());
             }
             Some(_) => {}
         }
     }
-    let too_large = || {
-        refuse(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", format!("the request body is larger than {} bytes", access.max_body))
-    };
+    let too_large =
+        || refuse(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", format!("the request body is larger than {} bytes", access.max_body));
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > access.max_body) {
         return too_large();
@@ -190,7 +190,8 @@ mod tests {
         assert_eq!((status, body.contains("larger than 16 bytes")), (413, true), "{body}");
         // Chunked, with no length announced: refused while it is read.
         let chunks = futures::stream::iter(["twelve bytes", " and twelve"].map(|c| Ok::<_, std::io::Error>(c)));
-        let response = client.post(format!("http://{addr}/echo")).bearer_auth("s3cret").body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap();
+        let response =
+            client.post(format!("http://{addr}/echo")).bearer_auth("s3cret").body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 413);
     }
 }

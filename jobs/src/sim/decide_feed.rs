@@ -141,7 +141,10 @@ pub fn parse(reply: &str, n: usize) -> Result<Vec<Decision>, ReplyError> {
         read += 1;
     }
     if read == 0 && !reply.trim().trim_matches(|c: char| !c.is_alphanumeric()).eq_ignore_ascii_case("none") {
-        return Err(ReplyError::Unreadable { what: WHAT, cause: "not a {\"reactions\": [...]} object, no \"N: ...\" line and not \"none\"".into() });
+        return Err(ReplyError::Unreadable {
+            what: WHAT,
+            cause: "not a {\"reactions\": [...]} object, no \"N: ...\" line and not \"none\"".into(),
+        });
     }
     Ok(out)
 }
@@ -177,7 +180,12 @@ mod tests {
             parse(r#"{"reactions": [{"post": 5, "like": true}]}"#, 3).unwrap_err().to_string(),
             "feed decision reply: field \"post number\" 5 is not a post of the feed (1-3)"
         );
-        assert!(parse(r#"{"reactions": [{"post": 1, "like": "maybe"}]}"#, 3).unwrap_err().to_string().contains("\"like\" is a string, not true or false"));
+        assert!(
+            parse(r#"{"reactions": [{"post": 1, "like": "maybe"}]}"#, 3)
+                .unwrap_err()
+                .to_string()
+                .contains("\"like\" is a string, not true or false")
+        );
         assert!(matches!(parse(r#"{"liked": [1]}"#, 3), Err(ReplyError::MissingField { .. })));
         let feed = [FeedPost { id: PostId(1), author: AgentId(7), content: "Hi".into() }];
         let p = prompt("me", &feed, (1, 0, 2));

@@ -223,7 +223,10 @@ async fn browse(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepErro
         let query: Vec<&str> = input.feed.iter().map(|p| p.content.as_str()).collect();
         let persona = persona_for(input.persona, &query.join("\n"), &settings.dynamic, run.ctx.relevance).await?;
         let n = input.feed.len();
-        match run.ask_question(decide_feed::question(&persona, input.feed, (likes, reblogs, comments)), |r| decide_feed::parse(r, n)).await? {
+        match run
+            .ask_question(decide_feed::question(&persona, input.feed, (likes, reblogs, comments)), |r| decide_feed::parse(r, n))
+            .await?
+        {
             Ok(d) => batched = Some(d),
             Err(e) => run.fail(ActionKind::Browse, None, e),
         }
@@ -242,7 +245,10 @@ async fn browse(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepErro
             (Some(all), _) => all.get(i).cloned(),
             (None, BrowseMode::PerPost) if likes + reblogs + comments > 0 => {
                 let persona = persona_for(input.persona, &post.content, &settings.dynamic, run.ctx.relevance).await?;
-                match run.ask_question(decide::decide_question(&persona, &post.author.to_string(), &post.content), decide::parse_decision).await? {
+                match run
+                    .ask_question(decide::decide_question(&persona, &post.author.to_string(), &post.content), decide::parse_decision)
+                    .await?
+                {
                     Ok(d) => Some(d),
                     Err(e) => {
                         run.fail(ActionKind::Browse, Some(post.id), e);

@@ -120,7 +120,11 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
     let follow = requests[7].response_format.as_ref().expect("reflection asks for its schema");
     assert_eq!((follow.name.as_str(), &follow.schema["properties"]["follow"]["items"]["enum"]), ("follow", &serde_json::json!([5, 6])));
     let decision = |i: usize| requests[i].response_format.as_ref().map(|f| f.name.as_str());
-    assert_eq!((decision(0), decision(1), decision(2)), (Some("decision"), Some("decision"), Some("decision")), "every decision asks for its schema");
+    assert_eq!(
+        (decision(0), decision(1), decision(2)),
+        (Some("decision"), Some("decision"), Some("decision")),
+        "every decision asks for its schema"
+    );
     assert!(requests[3..7].iter().all(|r| r.response_format.is_none()), "topics and posts are free text");
 
     let m = &step.memory;

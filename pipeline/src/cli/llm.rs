@@ -53,7 +53,10 @@ impl TokenFlag {
         let access = Access::configured(self.token_file.as_deref(), max_body)?;
         access.check_bind(addr)?;
         if access.has_token() {
-            eprintln!("requests must carry the bearer token (from {})", self.token_file.as_ref().map_or(TOKEN_ENV.to_string(), |p| p.display().to_string()));
+            eprintln!(
+                "requests must carry the bearer token (from {})",
+                self.token_file.as_ref().map_or(TOKEN_ENV.to_string(), |p| p.display().to_string())
+            );
         }
         Ok(access)
     }

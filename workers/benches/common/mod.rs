@@ -43,7 +43,8 @@ pub fn instant_model() -> ScriptedModel {
 /// Serves [`instant_model`] on a free loopback port until the process ends.
 pub async fn instant_endpoint() -> Result<String, Box<dyn std::error::Error>> {
     let served = Served { chat: Arc::new(instant_model()), embedder: None };
-    let addr: SocketAddr = serve(served, "127.0.0.1:0".parse()?, &some_workers::access::Access::open(MAX_REQUEST_BYTES), std::future::pending()).await?;
+    let addr: SocketAddr =
+        serve(served, "127.0.0.1:0".parse()?, &some_workers::access::Access::open(MAX_REQUEST_BYTES), std::future::pending()).await?;
     Ok(format!("http://{addr}/v1"))
 }
 
