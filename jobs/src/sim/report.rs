@@ -47,6 +47,7 @@ use super::metrics::{self, Exposure, FOLLOWER_BINS};
 use super::persona::Persona;
 use super::report_human::{self, HumanReport};
 use super::review::{ReviewIndex, ReviewRows};
+use super::step::StepFailure;
 use super::{quality, tfidf};
 use crate::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError};
 use crate::embed::{EmbedError, Embedder, Purpose};
@@ -69,6 +70,9 @@ pub struct ReportInput<'a> {
     pub turns: &'a [SimTurnRow],
     /// Imported human scores (every import; the latest per item and annotator counts).
     pub reviews: &'a [SimReviewRow],
+    /// Parts of steps skipped because a reply could not be used, with
+    /// their turn (from `sim_steps.failures`).
+    pub skipped: &'a [(i64, StepFailure)],
     pub preset: &'a Preset,
 }
 
@@ -204,7 +208,11 @@ pub struct Actions {
     pub per_stage: Vec<StageActions>,
     /// Every turn from 0 to the last with an action, empty ones included.
     pub per_turn: Vec<TurnActions>,
+    /// Actions the platform refused.
     pub failed: u64,
+    /// Parts of steps skipped because the model's reply could not be used.
+    pub skipped: u64,
+    /// The causes of both.
     pub top_errors: Vec<ErrorCause>,
 }
 
@@ -213,6 +221,7 @@ pub struct StageActions {
     pub stage: u32,
     pub applied: BTreeMap<ActionKind, u64>,
     pub failed: u64,
+    pub skipped: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -523,7 +532,7 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
         .collect();
 
     let followers = followers(&agents, input.follows)?;
-    let actions = actions(&acts, preset);
+    let actions = actions(&acts, input.skipped, preset);
     let top_posts = top_posts(&acts, &posts);
     let index = if input.reviews.is_empty() {
         ReviewIndex::default()
@@ -619,18 +628,25 @@ fn zero_counts() -> BTreeMap<ActionKind, u64> {
     ActionKind::ALL.into_iter().map(|k| (k, 0)).collect()
 }
 
-fn actions(acts: &[Act<'_>], preset: &Preset) -> Actions {
+fn actions(acts: &[Act<'_>], skipped: &[(i64, StepFailure)], preset: &Preset) -> Actions {
     let acts: Vec<&Act<'_>> = acts.iter().filter(|a| a.first).collect();
+    let skipped_stage = |turn: i64| u32::try_from(turn).ok().and_then(|t| preset.phase(Turn(t))).map(stage_number);
     let applied = acts.iter().filter(|a| a.applied);
     let by_stage =
         metrics::actions_per_stage(applied.clone().map(|a| (if a.stage == 0 { Phase::Seeding } else { Phase::Stage(a.stage) }, a.kind)));
-    let stages: BTreeSet<u32> = acts.iter().map(|a| a.stage).collect();
+    let mut stages: BTreeSet<u32> = acts.iter().map(|a| a.stage).collect();
+    stages.extend(skipped.iter().filter_map(|(t, _)| skipped_stage(*t)));
     let per_stage = stages
         .into_iter()
         .map(|stage| {
             let mut counts = zero_counts();
             counts.extend(by_stage.iter().filter(|((s, _), _)| *s == stage).map(|((_, k), n)| (*k, *n)));
-            StageActions { stage, applied: counts, failed: acts.iter().filter(|a| a.stage == stage && !a.applied).count() as u64 }
+            StageActions {
+                stage,
+                applied: counts,
+                failed: acts.iter().filter(|a| a.stage == stage && !a.applied).count() as u64,
+                skipped: skipped.iter().filter(|(t, _)| skipped_stage(*t) == Some(stage)).count() as u64,
+            }
         })
         .collect();
     let last = acts.iter().map(|a| a.row.turn).max();
@@ -649,10 +665,13 @@ fn actions(acts: &[Act<'_>], preset: &Preset) -> Actions {
     for a in acts.iter().filter(|a| !a.applied) {
         *causes.entry(error_cause(a.row.error.as_deref().unwrap_or("no cause recorded"))).or_default() += 1;
     }
+    for (_, f) in skipped {
+        *causes.entry(format!("{} skipped: {}", f.action.as_str(), error_cause(&f.cause))).or_default() += 1;
+    }
     let mut top_errors: Vec<ErrorCause> = causes.into_iter().map(|(cause, count)| ErrorCause { cause, count }).collect();
     top_errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cause.cmp(&b.cause)));
     top_errors.truncate(TOP);
-    Actions { per_stage, per_turn, failed: acts.iter().filter(|a| !a.applied).count() as u64, top_errors }
+    Actions { per_stage, per_turn, failed: acts.iter().filter(|a| !a.applied).count() as u64, skipped: skipped.len() as u64, top_errors }
 }
 
 fn top_posts(acts: &[Act<'_>], posts: &BTreeMap<i64, (&SimPostRow, u32)>) -> Vec<TopPost> {

@@ -179,14 +179,17 @@ fn tables(r: &SimReport) -> Vec<Table> {
     let kinds = ActionKind::ALL.map(ActionKind::as_str).join("|");
     out.push(Table {
         title: "Applied actions per stage".into(),
-        header: header(&format!("Stage|{kinds}|failed")),
+        header: header(&format!("Stage|{kinds}|failed|skipped")),
         left: &[0],
         rows: r
             .actions
             .per_stage
             .iter()
             .map(|s| {
-                std::iter::once(stage_label(s.stage)).chain(s.applied.values().map(u64::to_string)).chain([s.failed.to_string()]).collect()
+                std::iter::once(stage_label(s.stage))
+                    .chain(s.applied.values().map(u64::to_string))
+                    .chain([s.failed.to_string(), s.skipped.to_string()])
+                    .collect()
             })
             .collect(),
     });
@@ -210,8 +213,11 @@ fn tables(r: &SimReport) -> Vec<Table> {
             .collect(),
     });
     out.push(Table {
-        title: format!("Most frequent causes of the {} failed actions", r.actions.failed),
-        header: header("Cause|Actions"),
+        title: format!(
+            "Most frequent causes of the {} actions the platform refused (failed) and the {} parts of steps skipped for an unusable reply (skipped)",
+            r.actions.failed, r.actions.skipped
+        ),
+        header: header("Cause|Count"),
         left: &[0],
         rows: r.actions.top_errors.iter().map(|e| vec![e.cause.clone(), e.count.to_string()]).collect(),
     });

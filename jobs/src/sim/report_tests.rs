@@ -95,6 +95,7 @@ struct Rows {
     follows: Vec<SimFollowRow>,
     turns: Vec<SimTurnRow>,
     reviews: Vec<SimReviewRow>,
+    skipped: Vec<(i64, StepFailure)>,
     preset: Preset,
 }
 
@@ -108,6 +109,7 @@ impl Rows {
             follows: &self.follows,
             turns: &self.turns,
             reviews: &self.reviews,
+            skipped: &self.skipped,
             preset: &self.preset,
         }
     }
@@ -165,6 +167,15 @@ fn rows() -> Rows {
             })
             .collect(),
         reviews: Vec::new(),
+        // A stage-2 post its author kept repeating (turn 4).
+        skipped: vec![(
+            4,
+            StepFailure {
+                action: Post,
+                post: None,
+                cause: "the post on \"x\" repeats an earlier post twice (TF-IDF similarity 0.950)".into(),
+            },
+        )],
         preset: preset(),
     }
 }
@@ -265,11 +276,13 @@ fn diversity_followers_and_actions_are_counted_by_stage() {
     assert_eq!((a.per_turn[2].stage, a.per_turn[2].applied.values().sum::<u64>()), (Some(1), 0));
     assert_eq!(a.per_turn[4].applied[&Reblog], 1);
     assert_eq!(a.failed, 3);
+    assert_eq!((a.skipped, a.per_stage.iter().map(|s| s.skipped).collect::<Vec<_>>()), (1, vec![0, 0, 1]));
     assert_eq!(
         a.top_errors,
         [
             ErrorCause { cause: "post N does not exist".into(), count: 2 },
-            ErrorCause { cause: "an agent cannot follow itself".into(), count: 1 }
+            ErrorCause { cause: "an agent cannot follow itself".into(), count: 1 },
+            ErrorCause { cause: "post skipped: the post on \"x\" repeats an earlier post twice (TF-IDF similarity N.N)".into(), count: 1 }
         ]
     );
 

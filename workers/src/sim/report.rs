@@ -2,11 +2,14 @@
 //! still being committed are left out) and the run's imported human
 //! reviews, handed to `some_jobs::sim::report`.
 
-use datafusion::prelude::{Expr, col, lit};
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
+use datafusion::prelude::{Expr, SessionContext, col, lit};
 use some_jobs::sim::report::{self, Judge, ReportError, ReportInput, SimReport};
+use some_jobs::sim::step::StepFailure;
 use some_schemas::sim::{
     SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows,
-    sim_posts, sim_turns,
+    sim_posts, sim_steps, sim_turns,
 };
 
 use super::review::read_reviews;
@@ -14,6 +17,30 @@ use super::spec::SimSpec;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, installed_embedder};
+
+/// The skipped parts of the steps that match `filter`, with their turns;
+/// only two columns are read (a step's memory is most of its row).
+async fn read_skipped(ctx: &SessionContext, filter: Option<Expr>) -> Result<Vec<(i64, StepFailure)>> {
+    let mut df = ctx.table(sim_steps::TABLE).await?;
+    if let Some(filter) = filter {
+        df = df.filter(filter)?;
+    }
+    let df = df.filter(col(sim_steps::failures).not_eq(lit("[]")))?.select_columns(&[sim_steps::turn, sim_steps::failures])?;
+    let mut out = Vec::new();
+    for batch in df.collect().await? {
+        let (turns, failures) = (batch.column(0).as_primitive::<Int64Type>(), batch.column(1).as_string::<i32>());
+        for i in 0..batch.num_rows() {
+            if failures.is_null(i) {
+                continue;
+            }
+            let parsed: Vec<StepFailure> = serde_json::from_str(failures.value(i)).map_err(|e| {
+                Error::Invalid(format!("sim_steps: the failures of a step at turn {} are not readable: {e}", turns.value(i)))
+            })?;
+            out.extend(parsed.into_iter().map(|f| (turns.value(i), f)));
+        }
+    }
+    Ok(out)
+}
 
 /// Who rates text quality, and how many texts per group.
 #[derive(Debug, Clone)]
@@ -44,6 +71,7 @@ pub async fn sim_report(
     let feeds: Vec<SimFeedRow> = lake.read(&ctx, committed(sim_feeds::run_id, sim_feeds::turn)).await?;
     let follows: Vec<SimFollowRow> = lake.read(&ctx, committed(sim_follows::run_id, sim_follows::turn)).await?;
     let reviews = read_reviews(lake, &ctx, spec.run_id.as_str()).await?;
+    let skipped = read_skipped(&ctx, committed(sim_steps::run_id, sim_steps::turn)).await?;
     let input = ReportInput {
         agents: &agents,
         posts: &posts,
@@ -52,6 +80,7 @@ pub async fn sim_report(
         follows: &follows,
         turns: &turns,
         reviews: &reviews,
+        skipped: &skipped,
         preset: &spec.preset,
     };
     let embedder = if embedder { installed_embedder(&spec.embedding_model)? } else { None };
