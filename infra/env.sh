@@ -53,6 +53,7 @@ ensure_build_tools() {
 # optimised too).
 build_workspace() {
   ensure_build_tools
+  ensure_knowledge
   say "building the workspace, binaries and tests (dev profile, target folder $CARGO_TARGET_DIR; about 10 min cold on 2 cores, seconds when nothing changed)"
   cargo build --workspace --bins --tests --locked
   # The CUDA check's tests (infra/cuda-check.sh --rust): `-p some-jobs
@@ -60,6 +61,18 @@ build_workspace() {
   # small crates, under a minute), so they are built here too.
   say "building the CUDA feature's tests of some-jobs"
   cargo test -p some-jobs --features cuda --locked --lib --test cuda_parity --no-run
+}
+
+# The simulation's built-in general-knowledge corpus (WordNet 3.0's noun
+# glosses, infra/knowledge.md), generated from Debian's wordnet-base into
+# $SOME_CACHE/knowledge, where `some` reads it; seconds once the package is
+# in. Not committed: it is 7 MB of data any machine can rebuild exactly.
+ensure_knowledge() {
+  local out="$SOME_CACHE/knowledge/wordnet-nouns.jsonl"
+  [ -s "$out" ] && return 0
+  ensure_apt wordnet-base
+  say "generating the built-in knowledge corpus into $out"
+  python3 "$SOME_ROOT/infra/gen-knowledge.py" /usr/share/wordnet "$out" >&2
 }
 
 # The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,

@@ -2,22 +2,24 @@
 """Generates the simulation's built-in general-knowledge corpus from WordNet 3.0.
 
 The persona simulation retrieves general-knowledge passages for the posts
-its agents write (the paper uses HotpotQA's Wikipedia paragraphs). The
-repository ships a stand-in that any machine can rebuild from a Debian
-package: WordNet's noun synsets, one passage each, titled by the synset's
+its agents write (the paper uses HotpotQA's Wikipedia paragraphs). Its
+built-in stand-in is generated on each machine from a Debian package, not
+committed: WordNet's noun synsets, one passage each, titled by the synset's
 lemmas and holding its gloss (definition and examples).
 
-Run (Debian or Ubuntu, from the repository root):
+`ensure_knowledge` in infra/env.sh installs the package and runs this
+script; by hand (Debian or Ubuntu, from the repository root):
 
-    apt-get update && apt-get install -y wordnet-base zstd
-    python3 infra/gen-knowledge.py            # reads /usr/share/wordnet
+    apt-get update && apt-get install -y wordnet-base
+    python3 infra/gen-knowledge.py            # /usr/share/wordnet -> $SOME_CACHE/knowledge/
     python3 infra/gen-knowledge.py DIR OUT    # another WordNet dict folder / output
 
-It writes jobs/data/knowledge/wordnet-nouns.jsonl.zst (zstd -19 of one
-{"title": ..., "text": ...} object per line) and prints the counts and the
-sha256 that jobs/data/knowledge/PROVENANCE.md records. The output depends
-only on data.noun, cntlist.rev and the zstd version (1.5.4 made the
-committed file). Standard library only.
+It writes OUT (default $SOME_CACHE/knowledge/wordnet-nouns.jsonl, with
+$SOME_CACHE defaulting to ~/.cache/some: where `builtin_passages` reads
+it), one {"title": ..., "text": ...} object per line, replacing any old
+file only once the new one is whole, and prints the counts and the sha256
+that infra/knowledge.md records. The output depends only on data.noun and
+cntlist.rev. Standard library only.
 
 What is kept (synsets in data.noun order):
   - every instance noun (a synset with an "@i" pointer: people, places,
@@ -40,9 +42,7 @@ noun.shape.
 import hashlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 # Lexicographer file numbers (WordNet's lexnames(5WN)) kept whole.
 TOPICAL = {
@@ -104,7 +104,8 @@ def sense_key(lemma, lexfile, lex_id):
 
 def main():
     wordnet = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/wordnet"
-    out = sys.argv[2] if len(sys.argv) > 2 else "jobs/data/knowledge/wordnet-nouns.jsonl.zst"
+    cache = os.environ.get("SOME_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "some")
+    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(cache, "knowledge", "wordnet-nouns.jsonl")
     tagged = tagged_senses(os.path.join(wordnet, "cntlist.rev"))
     kept = {"instance": 0, "topical": 0, "common": 0}
     seen = 0
@@ -124,19 +125,15 @@ def main():
         title = ", ".join(w.replace("_", " ") for w, _ in lemmas)
         lines.append(json.dumps({"title": title, "text": gloss}, ensure_ascii=False))
     body = ("\n".join(lines) + "\n").encode("utf-8")
-    with tempfile.NamedTemporaryFile(suffix=".jsonl") as tmp:
-        tmp.write(body)
-        tmp.flush()
-        subprocess.run(["zstd", "-19", "-q", "-f", tmp.name, "-o", out], check=True)
-    version = subprocess.run(["zstd", "--version"], check=True, capture_output=True, text=True).stdout.strip()
-    with open(out, "rb") as f:
-        packed = f.read()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    partial = out + ".partial"
+    with open(partial, "wb") as f:
+        f.write(body)
+    os.replace(partial, out)
     print(f"noun synsets read: {seen}")
     print(f"passages: {len(lines)} (instance nouns {kept['instance']}, topical files {kept['topical']}, "
           f"SemCor-tagged animals and plants {kept['common']})")
-    print(f"JSONL: {len(body)} bytes; {out}: {len(packed)} bytes")
-    print(f"sha256: {hashlib.sha256(packed).hexdigest()}")
-    print(f"compressed with: {version}")
+    print(f"{out}: {len(body)} bytes, sha256 {hashlib.sha256(body).hexdigest()}")
 
 
 if __name__ == "__main__":

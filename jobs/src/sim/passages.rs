@@ -10,10 +10,12 @@
 //! - [`load_passages`] reads any corpus written as JSONL, one
 //!   `{"title": ..., "text": ...}` object per line, so a user can bring
 //!   Wikipedia paragraphs of their own;
-//! - [`builtin_passages`] is a corpus that always exists: WordNet 3.0's
-//!   noun glosses (short encyclopedic definitions, people, places and
-//!   events included), selected and compressed by `infra/gen-knowledge.py`;
-//!   `jobs/data/knowledge/PROVENANCE.md` says what was kept and its licence.
+//! - [`builtin_passages`] is a corpus every machine can have: WordNet
+//!   3.0's noun glosses (short encyclopedic definitions, people, places
+//!   and events included), generated from Debian's `wordnet-base` by
+//!   `infra/gen-knowledge.py` into the cache (`ensure_knowledge` in
+//!   `infra/env.sh`, which the build runs); `infra/knowledge.md` says what
+//!   was kept and its licence.
 //!
 //! The reader is strict and whole: a simulation that silently ran on half a
 //! corpus would report a knowledge boundary it never had, so any bad line
@@ -23,7 +25,7 @@
 //! text is not (there would be nothing to adopt). A `*.zst` file is
 //! decompressed first.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -34,10 +36,8 @@ use crate::json::{describe, parse_strict, read_file, type_name};
 /// What the built-in corpus is, for reports and help text.
 pub const BUILTIN_PASSAGES: &str = "WordNet 3.0 noun glosses, 61046 passages";
 
-/// The name the built-in corpus's errors carry in place of a file path.
-const BUILTIN_NAME: &str = "jobs/data/knowledge/wordnet-nouns.jsonl.zst (built in)";
-
-static BUILTIN_ZST: &[u8] = include_bytes!("../../data/knowledge/wordnet-nouns.jsonl.zst");
+/// The built-in corpus's file under the cache folder.
+const BUILTIN_FILE: &str = "knowledge/wordnet-nouns.jsonl";
 
 /// The keys a passage line may have.
 const KEYS: [&str; 3] = ["title", "text", "id"];
@@ -48,14 +48,35 @@ pub fn load_passages(path: &Path) -> Result<PassageStore, InputError> {
     read_passages(path, &read_file(path)?)
 }
 
-/// The built-in general-knowledge corpus ([`BUILTIN_PASSAGES`]). It is
-/// decompressed, read and indexed on each call, about 2.7 s of CPU in a
-/// debug build (most of it the BM25 index's tokenizing): build it once per
-/// process.
+/// The built-in general-knowledge corpus ([`BUILTIN_PASSAGES`]), read
+/// from [`builtin_passages_path`]. It is read and indexed on each call,
+/// about 2.7 s of CPU in a debug build (most of it the BM25 index's
+/// tokenizing): build it once per process.
 pub fn builtin_passages() -> Result<PassageStore, InputError> {
-    let name = Path::new(BUILTIN_NAME);
-    let bytes = zstd::decode_all(BUILTIN_ZST).map_err(|e| InputError::new(name, "", format!("not a valid zstd stream: {e}")))?;
-    read_passages(name, &bytes)
+    builtin_from(&builtin_passages_path())
+}
+
+/// The built-in corpus at `path`; its absence is named with the cure.
+fn builtin_from(path: &Path) -> Result<PassageStore, InputError> {
+    if !path.is_file() {
+        return Err(InputError::new(
+            path,
+            "",
+            "the built-in knowledge corpus is not installed: run `source infra/env.sh && ensure_knowledge` \
+             (it installs Debian's wordnet-base and runs infra/gen-knowledge.py), or choose another --knowledge",
+        ));
+    }
+    load_passages(path)
+}
+
+/// Where the built-in corpus lives: `$SOME_CACHE/knowledge/`, else
+/// `~/.cache/some/knowledge/`, as `infra/gen-knowledge.py` writes it.
+pub fn builtin_passages_path() -> PathBuf {
+    let cache = match std::env::var_os("SOME_CACHE") {
+        Some(cache) if !cache.is_empty() => PathBuf::from(cache),
+        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/some"),
+    };
+    cache.join(BUILTIN_FILE)
 }
 
 /// Reads JSONL passage lines; `path` names the source in errors.
@@ -158,6 +179,13 @@ mod tests {
         let zst = dir.path().join("p.jsonl.zst");
         std::fs::write(&zst, zstd::encode_all(body.as_bytes(), 3).unwrap()).unwrap();
         assert_eq!(load_passages(&zst).unwrap().get(1).map(|p| p.text.clone()), Some("Untitled.".to_string()));
+    }
+
+    #[test]
+    fn a_missing_builtin_corpus_says_how_to_install_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = builtin_from(&dir.path().join(BUILTIN_FILE)).unwrap_err().to_string();
+        assert!(err.contains("knowledge/wordnet-nouns.jsonl") && err.contains("ensure_knowledge"), "{err}");
     }
 
     #[test]
