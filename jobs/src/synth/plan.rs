@@ -307,7 +307,8 @@ impl World {
                 }
                 Task::Ucs if positive => Engagement::Comment { post, text: text() },
                 Task::Ucs => Engagement::Quote { post, text: text() },
-                _ => Engagement::Interest { post, positive },
+                Task::Ubp | Task::Mcr => Engagement::Interest { post, positive },
+                Task::Red | Task::Ses | Task::Mid | Task::Smq => return Err(invalid(q, "not a user task")),
             };
             users[u].engagements.push(engagement);
         }

@@ -106,7 +106,7 @@ pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
                 // Two release questions name no user or topic; nothing can ground them.
                 (None, None) => None,
             },
-            _ => {
+            Task::Ubp | Task::Uea | Task::Ucs | Task::Mcr => {
                 let uid = q.uid.as_deref().unwrap_or_default();
                 let post = q.post_id.as_deref().unwrap_or_default();
                 user_missing(uid, &profiles, &timelines)
