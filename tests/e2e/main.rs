@@ -10,6 +10,7 @@ mod lake;
 mod mcp;
 mod parity;
 mod queries;
+mod queue_conformance;
 mod served;
 mod sim;
 mod sim_review;

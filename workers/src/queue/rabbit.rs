@@ -290,6 +290,23 @@ impl Settle for RabbitSettle {
     }
 }
 
+/// A delivery dropped unsettled (its job's task panicked or was cancelled)
+/// goes back to the queue now, as on the in-process queue, rather than
+/// holding a prefetch slot until the channel closes.
+impl Drop for RabbitSettle {
+    fn drop(&mut self) {
+        if !self.acker.usable() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let acker = self.acker.clone();
+            runtime.spawn(async move {
+                let _ = acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await;
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
