@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Dependencies between the crates point one way:
-#   pipeline -> workers -> jobs -> schemas
+#   pipeline -> workers -> sim (jobs/sim) -> jobs -> schemas
 # A crate may depend only on crates to its right; inside a crate, sibling
 # modules import each other without a loop (infra/check-modules.py).
 set -euo pipefail
@@ -19,8 +19,9 @@ check() { # crate, allowed workspace dependencies...
 }
 check schemas
 check jobs some-schemas
-check workers some-schemas some-jobs
-check pipeline some-schemas some-jobs some-workers
-python3 infra/check-modules.py schemas/src jobs/src workers/src pipeline/src || fail=1
+check jobs/sim some-schemas some-jobs
+check workers some-schemas some-jobs some-sim
+check pipeline some-schemas some-jobs some-sim some-workers
+python3 infra/check-modules.py schemas/src jobs/src jobs/sim/src workers/src pipeline/src || fail=1
 [ $fail -eq 0 ] && echo "crate dependencies point one way; no module import loops"
 exit $fail

@@ -25,7 +25,6 @@ pub mod protocol;
 pub mod queries;
 pub mod release;
 pub mod scorers;
-pub mod sim;
 pub mod solvers;
 pub mod synth;
 pub mod tasks;

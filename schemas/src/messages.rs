@@ -42,10 +42,11 @@ impl JobKind {
 
 /// Where jobs go: the in-process queue of this process, or a RabbitMQ
 /// broker. Parsed once from `--queue`, so no other place compares strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum QueueLocation {
     /// Jobs run on this process, with the same ack/retry/dead-letter
     /// semantics as the broker.
+    #[default]
     Memory,
     /// An `amqp://` or `amqps://` URL.
     Amqp(String),
@@ -55,8 +56,13 @@ impl QueueLocation {
     /// How `--queue` spells the in-process queue.
     pub const MEMORY: &'static str = "memory";
 
-    pub fn is_memory(&self) -> bool {
-        matches!(self, QueueLocation::Memory)
+    /// The broker's URL, where there is one (workers and compute servers
+    /// connect to it).
+    pub fn broker_url(&self) -> Option<&str> {
+        match self {
+            QueueLocation::Memory => None,
+            QueueLocation::Amqp(url) => Some(url),
+        }
     }
 }
 

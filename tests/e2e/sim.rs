@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use some_jobs::testing::sim_answer;
+use some_sim::testing::sim_answer;
 use some_tests::fleet::{Cluster, scalar, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
 use some_tests::sim::{prompt_of, sim_model, sim_model_that_cannot_plan};

@@ -1,9 +1,9 @@
 //! A scripted model for simulations over real HTTP ([`ScriptedEndpoint`]),
-//! answering with [`some_jobs::testing::sim_answer`].
+//! answering with [`some_sim::testing::sim_answer`].
 
 use serde_json::Value;
 
-use some_jobs::testing::sim_answer as answer;
+use some_sim::testing::sim_answer as answer;
 
 use crate::scripted::{Reply, ScriptedEndpoint};
 

@@ -14,8 +14,11 @@ mod common;
 
 use some_jobs::progress::NoProgress;
 use some_jobs::synth::Scale;
-use some_workers::coordinator::run_in_process;
+use some_schemas::JobKind;
+use some_workers::coordinator::publish_shards;
+use some_workers::executor::{Executor, Look, Outcome, Work};
 use some_workers::llm::ClientSettings;
+use some_workers::queue::Queue;
 use some_workers::runs::{RunSpec, plan_queries, read_run, record_event};
 use some_workers::worker::WorkerConfig;
 
@@ -43,9 +46,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         threads: 1,
     };
     let started = Instant::now();
-    let dead = run_in_process(&lake, &spec, &todo, config, Arc::new(NoProgress)).await?;
+    let executor = Executor::here(&lake, config, Arc::new(NoProgress));
+    let work = Work { kind: JobKind::Episode, phase: "episodes", units: todo.len() };
+    let publish = |queue: Arc<dyn Queue>| {
+        let (spec, todo) = (&spec, &todo);
+        async move { publish_shards(queue.as_ref(), spec, todo, 1).await }
+    };
+    let outcome = executor.submit(work, publish, None::<fn() -> std::future::Ready<some_workers::Result<Look>>>).await?;
     let secs = started.elapsed().as_secs_f64();
-    assert!(dead.is_empty(), "{dead:?}");
+    assert!(matches!(&outcome, Outcome::Settled(dead) if dead.is_empty()), "{outcome:?}");
     let finals = read_run(&lake, &spec.run_id).await?.finals(some_schemas::PRIMARY_JUDGING).len();
     assert_eq!(finals, todo.len(), "every query has one final result");
     println!("episodes: {finals} in {secs:.2} s: {:.0} episodes/s (target >= 500), results committed to the lake", finals as f64 / secs);

@@ -16,12 +16,13 @@ use std::time::Instant;
 
 use some_jobs::chat::ChatResponse;
 use some_jobs::progress::NoProgress;
-use some_jobs::sim::activity::Stage;
-use some_jobs::sim::{BrowseMode, Preset};
-use some_jobs::testing::{ScriptedModel, sim_answer};
+use some_jobs::testing::ScriptedModel;
 use some_schemas::sim::AgentKind;
 use some_schemas::{RunEvent, RunId};
-use some_workers::coordinator::simulate_in_process;
+use some_sim::agent::activity::Stage;
+use some_sim::testing::sim_answer;
+use some_sim::{BrowseMode, Preset};
+use some_workers::executor::Executor;
 use some_workers::llm::serve::{MAX_REQUEST_BYTES, Served, serve};
 use some_workers::sim::{PersonaSet, RelevanceSource, SimSpec, Until, drive, record_event};
 use some_workers::worker::WorkerConfig;
@@ -80,13 +81,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             threads: 1,
         };
         // Setup (planning every agent) first, so the week is timed alone.
-        let setup = Until { turn: Some(some_jobs::sim::Turn(0)) };
+        let setup = Until { turn: Some(some_sim::Turn(0)) };
         let (week, setup_secs, secs) = if mode == "memory" {
             let started = Instant::now();
-            simulate_in_process(&lake, &spec, setup, config.clone(), Arc::new(NoProgress)).await?;
+            Executor::here(&lake, config.clone(), Arc::new(NoProgress)).simulate(&spec, setup).await?;
             let setup_secs = started.elapsed().as_secs_f64();
             let started = Instant::now();
-            let week = simulate_in_process(&lake, &spec, Until::default(), config, Arc::new(NoProgress)).await?;
+            let week = Executor::here(&lake, config, Arc::new(NoProgress)).simulate(&spec, Until::default()).await?;
             let secs = started.elapsed().as_secs_f64();
             (week, setup_secs, secs)
         } else {

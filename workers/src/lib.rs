@@ -19,7 +19,9 @@
 //!   its report and comparisons;
 //! - [`sim`]: a simulation run: its record, the coordinator of its turns,
 //!   the shards its workers run, its state as the lake holds it;
-//! - [`coordinator`]: plans work and publishes it as jobs;
+//! - [`coordinator`]: publishes runs, judgings and embeddings as jobs;
+//! - [`executor`]: where a command's jobs run (here or on a broker's
+//!   workers) and the one wait for them;
 //! - [`worker`]: the loop that takes a job, runs it, commits, acknowledges.
 //!
 //! Every fallible call returns the one [`Error`], which says whether trying
@@ -30,6 +32,7 @@ pub mod compute;
 pub mod coordinator;
 pub mod embed;
 pub mod error;
+pub mod executor;
 pub mod lake;
 pub mod llm;
 pub mod mcp;

@@ -55,6 +55,14 @@ pub struct WorkerConfig {
     pub threads: usize,
 }
 
+/// The command line's defaults, for commands whose jobs call no model.
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        WorkerConfig { concurrency: 2, deadline: Duration::from_secs(1800), client: ClientSettings::default(), threads }
+    }
+}
+
 /// How long a failed delivery is held before it is requeued: doubling
 /// from 1 s, so the deliveries a queue allows span about half a minute.
 fn retry_pause(earlier_deliveries: u32) -> Duration {

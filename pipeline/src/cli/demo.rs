@@ -32,7 +32,7 @@ use super::sim::{BrowseName, LookBack, PresetName, RelevanceName, SimReportCmd, 
 /// How the demo calls the served model: in-process queue, two calls at once.
 fn demo_flags(threads: usize) -> ExecFlags {
     ExecFlags {
-        jobs: QueueFlags { queue: QueueLocation::Memory, concurrency: 1, deadline: 3600 },
+        jobs: QueueFlags { queue: QueueLocation::default(), concurrency: 1, deadline: 3600 },
         calls: 2,
         timeout: 600,
         retries: 2,

@@ -1,12 +1,15 @@
 //! `some embed posts|knowledge`: store vectors in the lake.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use some_schemas::{PostSource, QueueLocation};
 use some_workers::Lake;
 
 use some_workers::embed::{BuiltinEmbedder, EmbedTarget, embed};
+use some_workers::executor::Executor;
+use some_workers::worker::WorkerConfig;
 
 use super::progress::Bars;
 
@@ -38,9 +41,9 @@ impl Embed {
             other => anyhow::bail!("unknown collection {other:?}: expected posts or knowledge"),
         };
         BuiltinEmbedder::spec(&self.model)?;
-        if let QueueLocation::Amqp(_) = &self.queue {
-            let queue = some_workers::queue::open(&self.queue).await?;
-            let jobs = some_workers::coordinator::publish_embedding(queue.as_ref(), lake, &target, &self.model).await?;
+        let executor = Executor::open(lake, &self.queue, WorkerConfig::default(), Arc::new(Bars::new())).await?;
+        if let Some((queue, _)) = executor.broker() {
+            let jobs = some_workers::coordinator::publish_embedding(queue, lake, &target, &self.model).await?;
             println!("published {jobs} embedding jobs for `some worker --kind compute`");
             return Ok(ExitCode::SUCCESS);
         }

@@ -5,14 +5,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Subcommand;
+use some_jobs::progress::NoProgress;
 use some_jobs::queries;
 use some_schemas::{QueueLocation, Task};
+use some_workers::Lake;
+use some_workers::executor::{Executor, Ingested, Look, until_settled};
 use some_workers::world::{ingest, ingest_queries};
-use some_workers::{Lake, coordinator};
 
 use super::flags::QueueFlags;
 use super::progress::Bars;
-use super::wait::{self, Look};
 
 #[derive(Debug, Subcommand)]
 pub enum Ingest {
@@ -73,30 +74,24 @@ impl Ingest {
                 println!("added {}, already present {}, into {}", report.added, report.skipped, lake.location());
             }
             Ingest::Release { dir, replace, wait, flags } => {
-                if flags.queue.is_memory() {
-                    let report = coordinator::ingest_in_process(lake, &dir, replace, flags.worker(), Arc::new(Bars::new())).await?;
-                    println!(
+                let executor = Executor::open(lake, &flags.queue, flags.worker(), Arc::new(Bars::new())).await?;
+                match executor.ingest(&dir, replace).await? {
+                    Ingested::Here(report) => println!(
                         "imported {} rows in {} files ({:.1} MB) from {} in {:.1} s",
                         report.added,
                         report.files,
                         report.bytes as f64 / 1e6,
                         dir.display(),
                         report.seconds
-                    );
-                    return Ok(ExitCode::SUCCESS);
-                }
-                let queue = some_workers::queue::open(&flags.queue).await?;
-                let manifest = ingest::plan(lake, &dir, replace).await?;
-                let units: Vec<u32> = (0..manifest.units.len() as u32).collect();
-                ingest::publish(queue.as_ref(), &manifest.id, &units).await?;
-                println!(
-                    "ingestion {}: {} units published for `some worker --kind compute`; follow with `some ingest status {}`",
-                    manifest.id,
-                    units.len(),
-                    manifest.id
-                );
-                if wait {
-                    return wait_for(lake, &manifest.id).await;
+                    ),
+                    Ingested::Published { id, units } => {
+                        println!(
+                            "ingestion {id}: {units} units published for `some worker --kind compute`; follow with `some ingest status {id}`"
+                        );
+                        if wait {
+                            return wait_for(lake, &id).await;
+                        }
+                    }
                 }
             }
             Ingest::Status { id } => {
@@ -141,7 +136,7 @@ fn describe(status: &ingest::IngestionStatus) -> String {
 
 /// Waits until the ingestion commits (success) or a unit fails.
 async fn wait_for(lake: &Lake, id: &str) -> anyhow::Result<ExitCode> {
-    let failures = wait::until_settled(None, None, || async move {
+    let failures = until_settled(&NoProgress, None, None, || async move {
         let status = ingest::status(lake, id).await?;
         let failures = status.failed.iter().map(|(unit, error)| format!("unit {unit}: {error}")).collect();
         Ok(Look { done: status.done, settled: status.committed.is_some(), failures })

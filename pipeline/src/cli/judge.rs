@@ -6,15 +6,17 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use some_schemas::{JobKind, PRIMARY_JUDGING, QueueLocation, RunEvent, RunId};
+use some_schemas::{JobKind, PRIMARY_JUDGING, RunEvent, RunId};
 use some_workers::Lake;
 use some_workers::coordinator;
+use some_workers::executor::{Executor, Look, Outcome, Work};
+use some_workers::queue::Queue;
 use some_workers::runs::{JudgingSpec, load_run, read_run, record_event, record_judging, unscored};
 
+use super::failures::report_failures;
 use super::flags::{ExecFlags, JudgeFlags};
 use super::progress::Bars;
 use super::report::print_report;
-use super::wait::{self, Jobs, Look, report_failures};
 
 #[derive(Debug, Args)]
 pub struct JudgeCmd {
@@ -100,26 +102,26 @@ impl JudgeCmd {
         }
         eprintln!("run {}: judging {} episodes under {} with {}", run.run_id, todo.len(), spec.judging, spec.judge_model);
         let again = "`some judge` again scores what is missing";
-        let QueueLocation::Amqp(_) = &self.flags.jobs.queue else {
-            let dead =
-                coordinator::judge_in_process(lake, &spec, &todo, self.shard_size, self.flags.worker(), Arc::new(Bars::new())).await?;
-            print_report(lake, &run.run_id, &spec.judging, None).await?;
-            return Ok(report_failures(&dead.into_iter().map(|d| d.reason).collect::<Vec<_>>(), again));
+        let executor = Executor::open(lake, &self.flags.jobs.queue, self.flags.worker(), Arc::new(Bars::new())).await?;
+        let shard_size = self.shard_size;
+        let publish = |queue: Arc<dyn Queue>| {
+            let (spec, todo) = (&spec, &todo);
+            async move { coordinator::publish_judging(queue.as_ref(), spec, todo, shard_size).await }
         };
-        let queue = some_workers::queue::open(&self.flags.jobs.queue).await?;
-        let shards = coordinator::publish_judging(queue.as_ref(), &spec, &todo, self.shard_size).await?;
-        eprintln!("published {} judge jobs for `some worker --kind llm`", shards.len());
-        if !self.wait {
-            return Ok(ExitCode::SUCCESS);
-        }
-        let jobs = Jobs { queue: queue.as_ref(), kind: JobKind::Judge, shards: &shards };
         let (run, spec, total) = (&run, &spec, todo.len());
-        let failures = wait::until_settled(Some(("judged", total)), Some(jobs), || async move {
+        let look = || async move {
             let left = unscored(run, &read_run(lake, &run.run_id).await?, &spec.judging).len();
             Ok(Look { done: total.saturating_sub(left), settled: left == 0, failures: Vec::new() })
-        })
-        .await?;
-        if failures.is_empty() {
+        };
+        let work = Work { kind: JobKind::Judge, phase: "judged", units: total };
+        let failures = match executor.submit(work, publish, self.wait.then_some(look)).await? {
+            Outcome::Published(jobs) => {
+                eprintln!("published {jobs} judge jobs for `some worker --kind llm`");
+                return Ok(ExitCode::SUCCESS);
+            }
+            Outcome::Settled(failures) => failures,
+        };
+        if failures.is_empty() || executor.broker().is_none() {
             print_report(lake, &run.run_id, &spec.judging, None).await?;
         }
         Ok(report_failures(&failures, again))

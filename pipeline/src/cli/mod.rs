@@ -8,6 +8,7 @@ mod compact;
 mod compare;
 mod demo;
 mod embed;
+mod failures;
 mod flags;
 mod ingest;
 mod judge;
@@ -25,7 +26,6 @@ mod sim_review;
 mod sql;
 mod status;
 mod synth;
-mod wait;
 mod worker;
 
 use std::process::ExitCode;

@@ -8,17 +8,19 @@ use std::sync::Arc;
 use clap::Args;
 use some_jobs::agent::{AgentSettings, Protocol};
 use some_jobs::tools::ToolSettings;
-use some_schemas::{JobKind, PRIMARY_JUDGING, QueryAttempt, QueueLocation, RunEvent, RunId, Task};
+use some_schemas::{JobKind, PRIMARY_JUDGING, QueryAttempt, RunEvent, RunId, Task};
 use some_workers::Lake;
 use some_workers::coordinator;
 use some_workers::embed::BuiltinEmbedder;
+use some_workers::executor::{Executor, Look, Outcome, Work};
+use some_workers::queue::Queue;
 use some_workers::runs::{self, RunSpec, progress};
 use some_workers::world::read_queries;
 
+use super::failures::report_failures;
 use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags};
 use super::progress::Bars;
 use super::report::print_report;
-use super::wait::{self, Jobs, Look, report_failures};
 
 #[derive(Debug, Args)]
 pub struct Run {
@@ -166,27 +168,26 @@ pub(super) async fn execute(
     wait: bool,
 ) -> anyhow::Result<ExitCode> {
     let again = format!("`some rerun {}` runs what is missing", spec.run_id);
-    if let QueueLocation::Amqp(_) = &flags.jobs.queue {
-        let queue = some_workers::queue::open(&flags.jobs.queue).await?;
-        let wave = todo.iter().map(|q| q.attempt.0).max().unwrap_or(1) as u32;
-        let shards = coordinator::publish_shards(queue.as_ref(), spec, todo, wave).await?;
-        eprintln!("published {} shards; follow with `some status {} --watch`", shards.len(), spec.run_id);
-        if !wait {
+    let executor = Executor::open(lake, &flags.jobs.queue, flags.worker(), Arc::new(Bars::new())).await?;
+    let wave = todo.iter().map(|q| q.attempt.0).max().unwrap_or(1) as u32;
+    let publish = |queue: Arc<dyn Queue>| async move { coordinator::publish_shards(queue.as_ref(), spec, todo, wave).await };
+    let look = || async move {
+        let done = progress::attempted(lake, &spec.run_id, todo).await?;
+        Ok(Look { done, settled: done >= todo.len(), failures: Vec::new() })
+    };
+    let started = std::time::Instant::now();
+    let work = Work { kind: JobKind::Episode, phase: "episodes", units: todo.len() };
+    let failures = match executor.submit(work, publish, wait.then_some(look)).await? {
+        Outcome::Published(shards) => {
+            eprintln!("published {shards} shards; follow with `some status {} --watch`", spec.run_id);
             return Ok(ExitCode::SUCCESS);
         }
-        let jobs = Jobs { queue: queue.as_ref(), kind: JobKind::Episode, shards: &shards };
-        let failures = wait::until_settled(Some(("episodes", todo.len())), Some(jobs), || async move {
-            let done = progress::attempted(lake, &spec.run_id, todo).await?;
-            Ok(Look { done, settled: done >= todo.len(), failures: Vec::new() })
-        })
-        .await?;
-        print_report(lake, &spec.run_id, PRIMARY_JUDGING, html).await?;
-        return Ok(report_failures(&failures, &again));
+        Outcome::Settled(failures) => failures,
+    };
+    if executor.broker().is_none() {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!("{} episodes in {secs:.1} s ({:.2} episodes/s)", todo.len(), todo.len() as f64 / secs.max(1e-9));
     }
-    let started = std::time::Instant::now();
-    let dead = coordinator::run_in_process(lake, spec, todo, flags.worker(), Arc::new(Bars::new())).await?;
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!("{} episodes in {secs:.1} s ({:.2} episodes/s)", todo.len(), todo.len() as f64 / secs.max(1e-9));
     print_report(lake, &spec.run_id, PRIMARY_JUDGING, html).await?;
-    Ok(report_failures(&dead.into_iter().map(|d| d.reason).collect::<Vec<_>>(), &again))
+    Ok(report_failures(&failures, &again))
 }

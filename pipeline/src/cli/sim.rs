@@ -12,13 +12,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand, ValueEnum};
-use some_jobs::sim::health::{did_nothing, warnings};
-use some_jobs::sim::report_html::{render_html, render_text};
-use some_jobs::sim::{BrowseMode, FeedSettings, Preset, StepSettings, Turn};
-use some_schemas::{QueueLocation, RunEvent, RunId};
+use some_schemas::{RunEvent, RunId};
+use some_sim::evaluation::health::{did_nothing, warnings};
+use some_sim::evaluation::report_html::{render_html, render_text};
+use some_sim::{BrowseMode, FeedSettings, Preset, StepSettings, Turn};
 use some_workers::Lake;
+use some_workers::executor::Executor;
 use some_workers::sim::report::{JudgeSpec, sim_report};
-use some_workers::sim::{Drive, FeedRanker, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, drive, load_sim, record_event};
+use some_workers::sim::{Drive, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, load_sim, record_event};
 
 use super::flags::{DEFAULT_MODEL, ExecFlags};
 use super::progress::Bars;
@@ -114,7 +115,7 @@ pub struct SimRun {
     pub browse: BrowseName,
     /// How feeds are ranked: mastodon-digest (the paper's), live (newest
     /// first) or recency-similarity (persona-post cosine × a one-day half-life).
-    #[arg(long, default_value = "mastodon-digest", value_parser = FeedRanker::NAMES)]
+    #[arg(long, default_value = "mastodon-digest", value_parser = clap::builder::PossibleValuesParser::new(some_sim::Rankers::builtin().names()))]
     pub ranker: String,
     /// Feeds draw from posts of the last N turns, or `all` (the default:
     /// the paper's first stage shows the turn-0 seed posts all week;
@@ -149,7 +150,7 @@ pub struct SimRun {
     #[arg(long)]
     pub no_reflection: bool,
     /// Turns between an agent's reflections (the paper's two days).
-    #[arg(long, default_value_t = some_jobs::sim::reflect::REFLECTION_EVERY)]
+    #[arg(long, default_value_t = some_sim::agent::reflect::REFLECTION_EVERY)]
     pub reflect_every: u32,
     /// Agents per shard (the unit a worker runs and retries).
     #[arg(long, default_value_t = 50)]
@@ -228,7 +229,7 @@ impl SimRun {
         };
         spec.step.dynamic.enabled = !self.no_dynamic_persona;
         spec.feed = FeedSettings { limit: self.feed_limit, look_back_turns: self.look_back.0, ..FeedSettings::default() };
-        spec.ranker = FeedRanker::by_name(&self.ranker)?;
+        spec.ranker = some_sim::Rankers::builtin().choose(&self.ranker).map_err(some_workers::Error::Invalid)?;
         spec.relevance = match self.relevance {
             RelevanceName::Embedder => RelevanceSource::Embedder,
             RelevanceName::Tfidf => RelevanceSource::Tfidf,
@@ -287,15 +288,11 @@ impl SimResume {
 async fn coordinate(lake: &Lake, spec: &SimSpec, flags: &ExecFlags, until: Option<u32>) -> anyhow::Result<ExitCode> {
     let until = Until { turn: until.map(Turn) };
     let started = std::time::Instant::now();
-    let progress = Arc::new(Bars::new());
-    let done = match &flags.jobs.queue {
-        QueueLocation::Amqp(_) => {
-            let queue = some_workers::queue::open(&flags.jobs.queue).await?;
-            eprintln!("publishing turns to {}; `some worker` processes run them", flags.jobs.queue);
-            drive(lake, queue.as_ref(), spec, until, progress.as_ref()).await?
-        }
-        QueueLocation::Memory => some_workers::coordinator::simulate_in_process(lake, spec, until, flags.worker(), progress).await?,
-    };
+    let executor = Executor::open(lake, &flags.jobs.queue, flags.worker(), Arc::new(Bars::new())).await?;
+    if let Some((_, broker)) = executor.broker() {
+        eprintln!("publishing turns to {broker}; `some worker` processes run them");
+    }
+    let done = executor.simulate(spec, until).await?;
     print_drive(spec, &done, started.elapsed().as_secs_f64());
     let turns = some_workers::sim::SimState::load(lake, spec).await?.turns;
     let health = some_workers::sim::state::health(lake, spec, &turns).await?;

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use some_jobs::sim::review::SampleSettings;
 use some_schemas::RunId;
+use some_sim::evaluation::review::SampleSettings;
 use some_workers::Lake;
 use some_workers::sim::load_sim;
 use some_workers::sim::review::{export, import};

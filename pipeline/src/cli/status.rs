@@ -6,12 +6,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use some_jobs::progress::NoProgress;
 use some_schemas::RunId;
 use some_workers::Lake;
+use some_workers::executor::{Look, until_settled};
 use some_workers::runs::progress::{RunProgress, progress};
 use some_workers::runs::{JudgingSpec, load_run};
-
-use super::wait::{self, Look};
 
 #[derive(Debug, Args)]
 pub struct Status {
@@ -67,10 +67,10 @@ async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
     let style = ProgressStyle::with_template("{prefix:>4} [{bar:40}] {pos}/{len} {msg}").expect("static template").progress_chars("=> ");
     let per_task = std::sync::Mutex::new(BTreeMap::new());
     let (bars, style, per_task, spec) = (&bars, &style, &per_task, &spec);
-    wait::until_settled(None, None, || async move {
+    until_settled(&NoProgress, None, None, || async move {
         let cancelled = load_run(lake, run_id).await?.cancelled;
         let p = progress(lake, spec, cancelled).await?;
-        let mut per_task = per_task.lock().map_err(|_| anyhow::anyhow!("progress bars poisoned"))?;
+        let mut per_task = per_task.lock().map_err(|_| some_workers::Error::Invalid("progress bars poisoned".into()))?;
         for (task, t) in &p.tasks {
             let bar = per_task.entry(*task).or_insert_with(|| {
                 let b = bars.add(ProgressBar::new(t.planned as u64).with_style(style.clone()));

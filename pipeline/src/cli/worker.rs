@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use some_jobs::tools::KernelService;
-use some_schemas::{JobKind, QueueLocation};
+use some_schemas::JobKind;
 use some_workers::Lake;
 use some_workers::compute::{KERNEL_QUEUE, KernelServer, RemoteKernels};
 use some_workers::worker::Worker;
@@ -50,7 +50,7 @@ pub struct WorkerCmd {
 
 impl WorkerCmd {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        let QueueLocation::Amqp(url) = &self.flags.jobs.queue else {
+        let Some(url) = self.flags.jobs.queue.broker_url() else {
             anyhow::bail!("a worker needs a broker: --queue amqp://user:pass@host:5672/vhost (or SOME_QUEUE)");
         };
         let queue = some_workers::queue::open(&self.flags.jobs.queue).await?;
@@ -67,7 +67,7 @@ impl WorkerCmd {
         let mut consuming: Vec<&str> = kinds.iter().map(|k| k.queue()).collect();
         if let WorkerKind::Compute = self.kind {
             let server = KernelServer::new(lake.clone(), kernels);
-            let url = url.clone();
+            let url = url.to_string();
             running.push(tokio::spawn(async move { server.serve(&url, stopped).await }));
             consuming.push(KERNEL_QUEUE);
         }

@@ -2,7 +2,7 @@
 //! and the schemas the converter refuses.
 
 use serde_json::json;
-use some_jobs::sim::{AgentId, decide, decide_feed, enrich, plan, quality, reflect};
+use some_sim::{AgentId, agent::decide, agent::decide_feed, agent::enrich, agent::plan, agent::reflect, evaluation::quality};
 
 use super::*;
 

@@ -21,15 +21,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use some_jobs::progress::Progress;
-use some_jobs::sim::feed::feed;
-use some_jobs::sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
-use some_jobs::sim::step::{PostNote, StepFailure};
-use some_jobs::sim::{AgentAction, AgentId, DigestIndex, FeedPost, LiveFeed, Phase, Ranked, Ranker, RecencySimilarity, Turn, activation};
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
+use some_sim::agent::step::{PostNote, StepFailure};
+use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
+use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
 
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
-use super::spec::{FeedRanker, SimSpec, load_sim};
+use super::spec::{SimSpec, load_sim};
 use super::state::SimState;
 use super::vectors::RankVectors;
 use super::work::Agent;
@@ -72,10 +71,9 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
         state = SimState::load(lake, spec).await?;
     }
     check_setup(spec, &state.agents)?;
-    let mut vectors = match spec.ranker {
-        FeedRanker::RecencySimilarity { .. } => Some(RankVectors::new(spec, &state.agents).await?),
-        _ => None,
-    };
+    let rankers = Rankers::builtin();
+    let needs_vectors = rankers.get(&spec.ranker.name).map_err(Error::Invalid)?.needs_vectors;
+    let mut vectors = if needs_vectors { Some(RankVectors::new(spec, &state.agents).await?) } else { None };
     let end = Turn(spec.preset.turns().min(until.turn.map_or(u32::MAX, |t| t.0)));
     let mut out = Drive { digest: state.digest().map(str::to_string), ..Drive::default() };
     let mut turn = state.next_turn();
@@ -108,7 +106,7 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
 /// Publishes the setup shards that have no results yet and waits for all.
 async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn Progress) -> Result<()> {
     let personas = spec.personas.cast(spec.preset.agents())?;
-    let levels = some_jobs::sim::pareto_levels(personas.len(), spec.preset.pareto_alpha, spec.seed);
+    let levels = some_sim::pareto_levels(personas.len(), spec.preset.pareto_alpha, spec.seed);
     let agents: Vec<NewAgent> = personas
         .into_iter()
         .zip(levels)
@@ -139,7 +137,7 @@ fn check_setup(spec: &SimSpec, agents: &[Agent]) -> Result<()> {
     }
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
     for f in &failed {
-        *causes.entry(some_jobs::sim::error::excerpt(f, 300)).or_default() += 1;
+        *causes.entry(some_sim::error::excerpt(f, 300)).or_default() += 1;
     }
     let mut causes: Vec<(String, usize)> = causes.into_iter().collect();
     causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -172,7 +170,7 @@ async fn one_turn(
 ) -> Result<usize> {
     let started = Instant::now();
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
-    let (agents, feeds) = plan_turn(spec, state, vectors, turn, phase);
+    let (agents, feeds) = plan_turn(spec, state, vectors, turn, phase)?;
     let empty_feeds = match phase {
         Phase::Seeding => 0,
         Phase::Stage(_) => agents.iter().filter(|a| a.feed.is_empty()).count(),
@@ -263,7 +261,7 @@ fn plan_turn(
     vectors: Option<&RankVectors>,
     turn: Turn,
     phase: Phase,
-) -> (Vec<AgentTurn>, Vec<SimFeedRow>) {
+) -> Result<(Vec<AgentTurn>, Vec<SimFeedRow>)> {
     let run = spec.run_id.as_str();
     let memory = |a: AgentId| state.memories.get(&a).cloned().unwrap_or_default();
     let Some(stage) = spec.preset.stage(phase) else {
@@ -277,30 +275,14 @@ fn plan_turn(
             .filter(|(_, posts)| *posts > 0)
             .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent) })
             .collect();
-        return (agents, Vec::new());
+        return Ok((agents, Vec::new()));
     };
     let authors: BTreeSet<AgentId> =
         state.agents.iter().map(|a| a.persona.id).filter(|id| spec.preset.kind_of(*id) == stage.browsing_authors).collect();
-    // mastodon_digest's scores do not depend on the viewer: one index
-    // serves every feed of the local timeline.
-    let index = match spec.ranker {
-        FeedRanker::MastodonDigest(digest) => DigestIndex::build(&state.platform, digest, turn, &spec.feed, Some(&authors)),
-        _ => None,
-    };
-    let ranker: Box<dyn Ranker> = match (spec.ranker, vectors) {
-        (FeedRanker::MastodonDigest(d), _) => Box::new(d),
-        (FeedRanker::Live, _) => Box::new(LiveFeed),
-        (FeedRanker::RecencySimilarity { half_life_turns }, Some(v)) => Box::new(v.ranker(half_life_turns)),
-        // `drive` computes the vectors for this ranker before any turn.
-        (FeedRanker::RecencySimilarity { half_life_turns }, None) => Box::new(RecencySimilarity { half_life_turns, ..Default::default() }),
-    };
+    // `drive` computes the vectors before any turn for a ranker that needs them.
+    let ranker = Rankers::builtin().build(&spec.ranker, &vectors.map(RankVectors::content).unwrap_or_default()).map_err(Error::Invalid)?;
     let ranker_name = ranker.name();
-    let rank = |viewer: AgentId| -> Vec<Ranked> {
-        match &index {
-            Some(index) => index.feed(&state.platform, viewer),
-            None => feed(&state.platform, ranker.as_ref(), viewer, turn, &spec.feed, Some(&authors)),
-        }
-    };
+    let rank = ranker.feeds(&state.platform, turn, &spec.feed, Some(&authors));
     let mut agents = Vec::new();
     let mut rows = Vec::new();
     for a in &state.agents {
@@ -320,7 +302,7 @@ fn plan_turn(
         let posts = if act.posting { plan.posts_per_posting() } else { 0 };
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id) });
     }
-    (agents, rows)
+    Ok((agents, rows))
 }
 
 /// `items` cut into the run's shards, numbered from 0 (the numbers name

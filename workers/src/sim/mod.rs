@@ -4,7 +4,7 @@
 //! shards workers run ([`shard`], [`work`]), a run's state as the lake
 //! holds it ([`state`]), its report ([`report`]) and the human evaluation's
 //! export and import ([`review`]). The simulation itself (agents, platform, feeds,
-//! metrics) is `some_jobs::sim`, free of transport.
+//! metrics) is `some_sim`, free of transport.
 
 pub mod coordinator;
 pub mod report;
@@ -16,6 +16,6 @@ pub mod vectors;
 pub mod work;
 
 pub use coordinator::{Drive, Until, drive};
-pub use spec::{FeedRanker, KnowledgeSource, PersonaSet, RelevanceSource, SimRecord, SimSpec, load_sim, record_event};
+pub use spec::{KnowledgeSource, PersonaSet, RelevanceSource, SimRecord, SimSpec, load_sim, record_event};
 pub use state::SimState;
 pub use work::SimRunner;

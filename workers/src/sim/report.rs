@@ -1,16 +1,16 @@
 //! A run's report from the lake: the committed turns' rows (rows of a turn
 //! still being committed are left out) and the run's imported human
-//! reviews, handed to `some_jobs::sim::report`.
+//! reviews, handed to `some_sim::evaluation::report`.
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use datafusion::prelude::{Expr, SessionContext, col, lit};
-use some_jobs::sim::report::{self, Judge, ReportError, ReportInput, SimReport};
-use some_jobs::sim::step::StepFailure;
 use some_schemas::sim::{
     SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows,
     sim_posts, sim_steps, sim_turns,
 };
+use some_sim::agent::step::StepFailure;
+use some_sim::evaluation::report::{self, Judge, ReportError, ReportInput, SimReport};
 
 use super::review::read_reviews;
 use super::spec::SimSpec;

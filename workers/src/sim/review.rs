@@ -3,7 +3,7 @@
 //! their context as JSONL and CSV; `some sim review import` reads a filled
 //! file back, checks it whole against the run and appends what changed to
 //! `sim_reviews` in one commit. What is sampled, how the file reads and how
-//! re-imports merge are `some_jobs::sim::{review, review_file}`.
+//! re-imports merge are `some_sim::{evaluation::review, evaluation::review_file}`.
 //!
 //! Only committed turns count, as for the report: an item of a turn still
 //! being committed is neither exported nor accepted. The context of a
@@ -16,15 +16,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use datafusion::prelude::{Expr, SessionContext, col, lit};
-use some_jobs::sim::PassageStore;
-use some_jobs::sim::review::{ItemSources, ReviewIndex, ReviewRows, SampleSettings, items, sample};
-use some_jobs::sim::review_file::{self, merge, to_csv, to_jsonl, validate};
-use some_jobs::sim::{Memory, Preset};
 use some_schemas::sim::{
     ReviewKind, SimActionRow, SimAgentRow, SimPostRow, SimReviewRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts,
     sim_reviews, sim_steps, sim_turns,
 };
 use some_schemas::{KnowledgeRow, Timestamp};
+use some_sim::PassageStore;
+use some_sim::evaluation::review::{ItemSources, ReviewIndex, ReviewRows, SampleSettings, items, sample};
+use some_sim::evaluation::review_file::{self, merge, to_csv, to_jsonl, validate};
+use some_sim::{Memory, Preset};
 
 use super::spec::SimSpec;
 use crate::error::{Error, Result};

@@ -10,9 +10,9 @@
 //! the same files.
 
 use serde::{Deserialize, Serialize};
-use some_jobs::sim::{AgentId, FeedPost, Memory, Persona, Turn};
 use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow};
 use some_schemas::{Row, RunId, ShardId};
+use some_sim::{AgentId, FeedPost, Memory, Persona, Turn};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;

@@ -7,42 +7,13 @@ use std::path::PathBuf;
 
 use datafusion::prelude::{col, lit};
 use serde::{Deserialize, Serialize};
-use some_jobs::sim::{AgentId, FeedSettings, MastodonDigest, Persona, Preset, StepSettings, persona_sets};
 use some_schemas::sim::{SimRunRow, sim_runs};
 use some_schemas::{RunEvent, RunId, Timestamp};
+use some_sim::{AgentId, FeedSettings, Persona, Preset, RankerChoice, StepSettings, agent::persona_sets};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 use crate::runs::record::unknown_run;
-
-/// How feeds are ranked.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "ranker")]
-pub enum FeedRanker {
-    /// mastodon_digest, the paper's ranker.
-    MastodonDigest(MastodonDigest),
-    /// Newest first.
-    Live,
-    /// Cosine of the viewer's persona and the post, times a half-life decay
-    /// in turns; vectors from the run's relevance source (see
-    /// [`super::vectors`]).
-    RecencySimilarity { half_life_turns: f64 },
-}
-
-impl FeedRanker {
-    /// Every ranker by the name `--ranker` takes, with its default settings.
-    pub const NAMES: [&str; 3] = ["mastodon-digest", "live", "recency-similarity"];
-
-    /// The ranker of a name of [`FeedRanker::NAMES`].
-    pub fn by_name(name: &str) -> Result<FeedRanker> {
-        match name {
-            "mastodon-digest" => Ok(FeedRanker::MastodonDigest(MastodonDigest::default())),
-            "live" => Ok(FeedRanker::Live),
-            "recency-similarity" => Ok(FeedRanker::RecencySimilarity { half_life_turns: 24.0 }),
-            other => Err(Error::Invalid(format!("unknown ranker {other:?} (known: {})", FeedRanker::NAMES.join(", ")))),
-        }
-    }
-}
 
 /// Where agents' posts take their knowledge from (the knowledge boundary's
 /// corpus).
@@ -52,7 +23,7 @@ pub enum KnowledgeSource {
     /// No knowledge: the paper's "w/o KB" ablation.
     None,
     /// The general-knowledge passages built into the binary
-    /// ([`some_jobs::sim::BUILTIN_PASSAGES`]).
+    /// ([`some_sim::BUILTIN_PASSAGES`]).
     Builtin,
     /// The lake's `knowledge` table: the benchmark's misinformation reports,
     /// not general knowledge.
@@ -203,7 +174,8 @@ pub struct SimSpec {
     pub seed: u64,
     pub step: StepSettings,
     pub feed: FeedSettings,
-    pub ranker: FeedRanker,
+    /// A ranker of [`some_sim::Rankers::builtin`] and its settings.
+    pub ranker: RankerChoice,
     pub relevance: RelevanceSource,
     /// The built-in embedder of `RelevanceSource::Embedder` and the report's
     /// similarities; runs recorded before it was a setting used MiniLM.
@@ -235,7 +207,7 @@ impl SimSpec {
             seed: 0,
             step: StepSettings::default(),
             feed: FeedSettings::default(),
-            ranker: FeedRanker::MastodonDigest(MastodonDigest::default()),
+            ranker: some_sim::feed::rankers::mastodon_digest::ENTRY.choice(),
             relevance: RelevanceSource::Embedder,
             embedding_model: some_jobs::embed::DEFAULT_EMBEDDING_MODEL.into(),
             enrich: true,
@@ -288,21 +260,6 @@ pub async fn load_sim(lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_ranker_is_chosen_by_its_name_and_an_unknown_one_is_refused() {
-        let rankers: Vec<FeedRanker> = FeedRanker::NAMES.iter().map(|n| FeedRanker::by_name(n).unwrap()).collect();
-        assert_eq!(
-            rankers,
-            [
-                FeedRanker::MastodonDigest(MastodonDigest::default()),
-                FeedRanker::Live,
-                FeedRanker::RecencySimilarity { half_life_turns: 24.0 }
-            ]
-        );
-        let e = FeedRanker::by_name("twhin").unwrap_err().to_string();
-        assert!(e.contains("unknown ranker \"twhin\" (known: mastodon-digest, live, recency-similarity)"), "{e}");
-    }
 
     #[test]
     fn knowledge_sources_parse_and_runs_recorded_with_a_flag_still_read() {

@@ -7,10 +7,10 @@
 use std::collections::HashMap;
 
 use datafusion::prelude::{col, lit};
-use some_jobs::sim::health::{StageHealth, stage_health};
-use some_jobs::sim::rows::actions_from_rows;
-use some_jobs::sim::{AgentId, Memory, Platform, Turn};
 use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
+use some_sim::evaluation::health::{StageHealth, stage_health};
+use some_sim::rows::actions_from_rows;
+use some_sim::{AgentId, Memory, Platform, Turn};
 
 use super::shard::{read_results, uncommitted_steps};
 use super::spec::SimSpec;
@@ -142,7 +142,7 @@ pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
     })
 }
 
-/// Each stage's activity over the committed turns ([`some_jobs::sim::health`]).
+/// Each stage's activity over the committed turns ([`some_sim::evaluation::health`]).
 pub async fn health(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow]) -> Result<Vec<StageHealth>> {
     let Some(last) = turns.iter().map(|t| t.turn).max() else { return Ok(Vec::new()) };
     let run = lit(spec.run_id.as_str());

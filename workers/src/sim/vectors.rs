@@ -3,7 +3,7 @@
 //!
 //! They come from the run's relevance source, so a run that ranks persona
 //! items with the built-in embedder ranks feeds with it too, and a TF-IDF
-//! run needs no model ([`some_jobs::sim::tfidf::hashed_vector`]). A post's
+//! run needs no model ([`some_sim::agent::tfidf::hashed_vector`]). A post's
 //! vector is computed once, the turn after it is written; a resumed
 //! coordinator computes them again from the replayed state.
 
@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use some_jobs::embed::{Embedder, Purpose};
-use some_jobs::sim::{AgentId, Platform, PostId, RecencySimilarity, Turn, tfidf};
+use some_sim::feed::rankers::ContentVectors;
+use some_sim::{AgentId, Platform, PostId, Turn, agent::tfidf};
 
 use super::spec::{RelevanceSource, SimSpec};
 use super::work::Agent;
@@ -37,8 +38,8 @@ impl RankVectors {
             RelevanceSource::Tfidf => None,
             RelevanceSource::Embedder => Some(installed_embedder(&spec.embedding_model)?.ok_or_else(|| {
                 Error::Invalid(format!(
-                    "the recency-similarity ranker embeds with {0}, which is not installed here: run `some models fetch {0}`, or use --relevance tfidf",
-                    spec.embedding_model
+                    "the {1} ranker embeds with {0}, which is not installed here: run `some models fetch {0}`, or use --relevance tfidf",
+                    spec.embedding_model, spec.ranker.name
                 ))
             })?),
         };
@@ -64,9 +65,9 @@ impl RankVectors {
         Ok(())
     }
 
-    /// The ranker, lending it the vectors.
-    pub fn ranker(&self, half_life_turns: f64) -> RecencySimilarity {
-        RecencySimilarity { half_life_turns, agent_vectors: self.agents.clone(), post_vectors: self.posts.clone() }
+    /// The vectors as rankers take them (shared, not copied).
+    pub fn content(&self) -> ContentVectors {
+        ContentVectors { agents: self.agents.clone(), posts: self.posts.clone() }
     }
 
     async fn embed(&self, texts: Vec<String>, purpose: Purpose) -> Result<Vec<Vec<f32>>> {

@@ -15,11 +15,12 @@ use futures::{FutureExt, StreamExt, TryStreamExt};
 use some_jobs::chat::{ChatModel, Usage};
 use some_jobs::embed::Embedder;
 use some_jobs::progress::Progress;
-use some_jobs::sim::dynamic::Relevance;
-use some_jobs::sim::error::AskError;
-use some_jobs::sim::{self, AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step, enrich, plan};
 use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow, sim_agents};
 use some_schemas::{KnowledgeRow, RunId};
+use some_sim::agent::dynamic::Relevance;
+use some_sim::agent::{enrich, plan};
+use some_sim::error::AskError;
+use some_sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step};
 use tokio::sync::OnceCell;
 
 use super::shard::{AgentTurn, NewAgent, ShardWork};
@@ -133,10 +134,10 @@ impl SimRunner {
                 Err(e) => error = Some(format!("planning: {}", recorded(e)?)),
             }
         }
-        Ok(some_jobs::sim::rows::agent_row(run_id, &persona, new.kind, new.activity, plan.as_ref(), error))
+        Ok(some_sim::rows::agent_row(run_id, &persona, new.kind, new.activity, plan.as_ref(), error))
     }
 
-    async fn step(&self, known: &HashMap<AgentId, Agent>, now: some_jobs::sim::Turn, turn: &AgentTurn) -> Result<SimStepRow> {
+    async fn step(&self, known: &HashMap<AgentId, Agent>, now: some_sim::Turn, turn: &AgentTurn) -> Result<SimStepRow> {
         let Agent { persona, plan, .. } = known
             .get(&turn.agent)
             .ok_or_else(|| Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id)))?;
@@ -155,8 +156,8 @@ impl SimRunner {
         };
         let ctx = StepContext { model: self.model.as_ref(), relevance, knowledge: self.knowledge.as_ref(), settings: &self.spec.step };
         let step = agent_step(input, ctx).await.map_err(|e| match e {
-            some_jobs::sim::StepError::Model(e) => Error::Model(e),
-            some_jobs::sim::StepError::Embed(e) => Error::Embed(e),
+            some_sim::StepError::Model(e) => Error::Model(e),
+            some_sim::StepError::Embed(e) => Error::Embed(e),
         })?;
         Ok(step_row(&self.spec.run_id, now, turn.agent, &step))
     }
@@ -173,13 +174,13 @@ impl SimRunner {
 pub async fn load_knowledge(lake: &Lake, source: &KnowledgeSource) -> Result<Option<PassageStore>> {
     let store = match source {
         KnowledgeSource::None => return Ok(None),
-        KnowledgeSource::Builtin => sim::builtin_passages()?,
+        KnowledgeSource::Builtin => some_sim::builtin_passages()?,
         KnowledgeSource::Lake => {
             let rows: Vec<KnowledgeRow> = lake.read(&lake.session().await?, None).await?;
             PassageStore::from_knowledge(&rows)
         }
-        KnowledgeSource::Hotpotqa { path } => sim::load_hotpotqa(path)?,
-        KnowledgeSource::Passages { path } => sim::load_passages(path)?,
+        KnowledgeSource::Hotpotqa { path } => some_sim::load_hotpotqa(path)?,
+        KnowledgeSource::Passages { path } => some_sim::load_passages(path)?,
     };
     if store.is_empty() {
         return Err(Error::Invalid(format!(
@@ -190,7 +191,7 @@ pub async fn load_knowledge(lake: &Lake, source: &KnowledgeSource) -> Result<Opt
 }
 
 /// The step of one agent in one turn as its `sim_steps` row.
-fn step_row(run_id: &RunId, turn: some_jobs::sim::Turn, agent: AgentId, step: &some_jobs::sim::Step) -> SimStepRow {
+fn step_row(run_id: &RunId, turn: some_sim::Turn, agent: AgentId, step: &some_sim::Step) -> SimStepRow {
     let Usage { prompt_tokens, completion_tokens, .. } = step.usage;
     SimStepRow {
         turn: i64::from(turn.0),

@@ -1,0 +1,20 @@
+//! What a run did, measured and judged.
+//!
+//! - [`metrics`]: distinct-n, engaged vs browsed-only similarity,
+//!   followers, actions per stage; [`health`]: dark feeds, stages without
+//!   posts or interactions; [`quality`]: the LLM-judge rubric.
+//! - [`report`] puts them together; [`report_html`] renders it.
+//! - The human evaluation: [`review`] (the items annotators judge, sampled
+//!   with their context), [`review_file`] (the file they fill in, read back
+//!   strictly) and [`report_human`] (their scores beside the paper's and
+//!   against the judge's).
+
+pub mod health;
+pub mod metrics;
+pub mod quality;
+pub mod report;
+pub mod report_html;
+pub mod report_human;
+mod report_table;
+pub mod review;
+pub mod review_file;
