@@ -16,3 +16,4 @@ mod sim;
 mod sim_review;
 mod tools;
 mod world;
+mod world_backend_conformance;

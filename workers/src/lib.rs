@@ -22,7 +22,8 @@
 //! - [`coordinator`]: publishes runs, judgings and embeddings as jobs;
 //! - [`executor`]: where a command's jobs run (here or on a broker's
 //!   workers) and the one wait for them;
-//! - [`worker`]: the loop that takes a job, runs it, commits, acknowledges.
+//! - [`worker`]: the loop that takes a job, hands it to its kind's
+//!   handler ([`handler`]), which commits, and acknowledges.
 //!
 //! Every fallible call returns the one [`Error`], which says whether trying
 //! again may help.
@@ -33,6 +34,7 @@ pub mod coordinator;
 pub mod embed;
 pub mod error;
 pub mod executor;
+pub mod handler;
 pub mod lake;
 pub mod llm;
 pub mod mcp;

@@ -13,4 +13,4 @@ pub mod partitions;
 pub use builtin::BuiltinEmbedder;
 pub use e5::E5Small;
 pub use minilm::MiniLm;
-pub use partitions::{EmbedPartition, EmbedReport, EmbedTarget, embed, embed_partition, partitions};
+pub use partitions::{EmbedJobs, EmbedPartition, EmbedReport, EmbedTarget, embed, embed_partition, partitions};

@@ -14,6 +14,7 @@ use some_jobs::progress::Progress;
 use some_schemas::row::ColumnValue;
 use some_schemas::{EmbeddingRow, KnowledgeRow, PostRow, PostSource, Row, embeddings, knowledge, posts};
 
+use super::BuiltinEmbedder;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 
@@ -202,4 +203,32 @@ pub async fn embed(lake: &Lake, embedder: &dyn Embedder, target: EmbedTarget, pr
     progress.finish();
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+/// The handler of embedding jobs: the built-in embedders, each loaded by
+/// the first job that names it.
+#[derive(Default)]
+pub struct EmbedJobs {
+    embedders: tokio::sync::Mutex<std::collections::HashMap<String, BuiltinEmbedder>>,
+}
+
+impl EmbedJobs {
+    /// Embeds one partition of `collection` with the built-in `model`.
+    pub async fn run(&self, lake: &Lake, progress: &dyn Progress, collection: &str, model: &str, partition: &str) -> Result<()> {
+        let part = EmbedPartition::parse(partition).map_err(Error::Invalid)?;
+        if part.name().split('/').next() != Some(collection) {
+            return Err(Error::Invalid(format!("partition {partition} is not of collection {collection}")));
+        }
+        let embedder = {
+            let mut loaded = self.embedders.lock().await;
+            match loaded.get(model) {
+                Some(e) => e.clone(),
+                None => {
+                    let e = BuiltinEmbedder::load(model)?;
+                    loaded.insert(model.to_string(), e.clone());
+                    e
+                }
+            }
+        };
+        embed_partition(lake, &embedder, &part, progress).await.map(drop)
+    }
 }

@@ -16,9 +16,12 @@ mod memory;
 mod rabbit;
 pub mod rpc;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use some_schemas::{JobKind, QueueLocation};
+use tokio::sync::watch;
 
 pub use memory::MemoryQueue;
 pub use rabbit::RabbitQueue;
@@ -100,4 +103,35 @@ pub async fn open(location: &QueueLocation) -> Result<Arc<dyn Queue>> {
         QueueLocation::Memory => Arc::new(MemoryQueue::new(DELIVERY_LIMIT)),
         QueueLocation::Amqp(url) => Arc::new(RabbitQueue::connect(url, DELIVERY_LIMIT).await?),
     })
+}
+
+/// Consumes until `stop` turns true, reconnecting: `connect` opens a
+/// consumer and `serve` takes its messages until the connection is lost
+/// (or `stop`); a lost connection is opened again at once, a failed open
+/// after a pause (200 ms, doubling to 5 s). Job workers and the RPC
+/// servers both consume through it.
+pub async fn consume_reconnecting<S, C, CF, F, FF>(what: &str, mut stop: watch::Receiver<bool>, mut connect: C, mut serve: F)
+where
+    C: FnMut() -> CF,
+    CF: Future<Output = Result<S>>,
+    F: FnMut(S, watch::Receiver<bool>) -> FF,
+    FF: Future<Output = ()>,
+{
+    let mut pause = Duration::from_millis(200);
+    while !*stop.borrow() {
+        match connect().await {
+            Ok(consumer) => {
+                pause = Duration::from_millis(200);
+                serve(consumer, stop.clone()).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot consume {what}; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = stop.changed() => {}
+                }
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
 }

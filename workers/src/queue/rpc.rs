@@ -172,63 +172,53 @@ impl RpcClient {
 
 /// Answers requests from `queue` with `answer`, up to `prefetch` at once,
 /// until `stop` turns true; reconnects when the connection is lost.
-pub async fn serve<F, Fut>(url: &str, queue: &str, prefetch: u16, answer: F, mut stop: watch::Receiver<bool>)
+pub async fn serve<F, Fut>(url: &str, queue: &str, prefetch: u16, answer: F, stop: watch::Receiver<bool>)
 where
     F: Fn(Vec<u8>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Vec<u8>> + Send + 'static,
 {
     let url = with_heartbeat(url);
     let answer = Arc::new(answer);
-    let mut pause = Duration::from_millis(200);
-    while !*stop.borrow() {
-        let consumer = async {
-            let (conn, channel) = open(&url).await?;
-            declare(&channel, queue).await?;
-            channel.basic_qos(prefetch.max(1), BasicQosOptions::default()).await.map_err(|e| err("setting prefetch", e))?;
-            let requests = channel
-                .basic_consume(queue.into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
-                .await
-                .map_err(|e| err(&format!("consuming {queue}"), e))?;
-            Ok::<_, Error>((conn, channel, requests))
-        };
-        let (_conn, channel, mut requests) = match consumer.await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot consume requests; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(pause) => {}
-                    _ = stop.changed() => {}
-                }
-                pause = (pause * 2).min(Duration::from_secs(5));
-                continue;
-            }
-        };
-        pause = Duration::from_millis(200);
-        loop {
-            let next = tokio::select! {
-                next = requests.next() => next,
-                _ = stop.changed() => None,
-            };
-            let Some(Ok(request)) = next else { break };
-            let (answer, channel) = (answer.clone(), channel.clone());
-            tokio::spawn(async move {
-                let (Some(reply_to), Some(id)) = (request.properties.reply_to().clone(), request.properties.correlation_id().clone())
-                else {
-                    tracing::warn!("a request without reply-to or correlation id: dropped");
-                    let _ = request.acker.ack(BasicAckOptions::default()).await;
-                    return;
+    let connect = || async {
+        let (conn, channel) = open(&url).await?;
+        declare(&channel, queue).await?;
+        channel.basic_qos(prefetch.max(1), BasicQosOptions::default()).await.map_err(|e| err("setting prefetch", e))?;
+        let requests = channel
+            .basic_consume(queue.into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
+            .await
+            .map_err(|e| err(&format!("consuming {queue}"), e))?;
+        Ok::<_, Error>((conn, channel, requests))
+    };
+    let serve = |(_conn, channel, mut requests): (Connection, Channel, lapin::Consumer), mut stop: watch::Receiver<bool>| {
+        let answer = answer.clone();
+        async move {
+            loop {
+                let next = tokio::select! {
+                    next = requests.next() => next,
+                    _ = stop.changed() => None,
                 };
-                let reply = answer(request.data).await;
-                let props = BasicProperties::default().with_correlation_id(id);
-                let sent = channel.basic_publish("".into(), reply_to, BasicPublishOptions::default(), &reply, props).await;
-                // Unacknowledged, the request goes to another server when this connection closes.
-                match sent {
-                    Ok(_) => {
+                let Some(Ok(request)) = next else { break };
+                let (answer, channel) = (answer.clone(), channel.clone());
+                tokio::spawn(async move {
+                    let (Some(reply_to), Some(id)) = (request.properties.reply_to().clone(), request.properties.correlation_id().clone())
+                    else {
+                        tracing::warn!("a request without reply-to or correlation id: dropped");
                         let _ = request.acker.ack(BasicAckOptions::default()).await;
+                        return;
+                    };
+                    let reply = answer(request.data).await;
+                    let props = BasicProperties::default().with_correlation_id(id);
+                    let sent = channel.basic_publish("".into(), reply_to, BasicPublishOptions::default(), &reply, props).await;
+                    // Unacknowledged, the request goes to another server when this connection closes.
+                    match sent {
+                        Ok(_) => {
+                            let _ = request.acker.ack(BasicAckOptions::default()).await;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "could not send a reply"),
                     }
-                    Err(e) => tracing::warn!(error = %e, "could not send a reply"),
-                }
-            });
+                });
+            }
         }
-    }
+    };
+    super::consume_reconnecting(queue, stop, connect, serve).await;
 }

@@ -13,10 +13,11 @@
 //! not be reached for is committed without its score, for `some judge` to
 //! fill in.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::prelude::{col, lit};
 use futures::StreamExt;
 use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
 use some_jobs::chat::ChatModel;
@@ -24,11 +25,13 @@ use some_jobs::embed::Embedder;
 use some_jobs::progress::Progress;
 use some_jobs::scorers::{Judge, Scored};
 use some_jobs::tools::{Folders, KernelService, ToolContext};
-use some_schemas::{Attempt, EpisodeId, EpisodeRow, QueryAttempt, QueryId, QueryRow, ScoreRow, Timestamp};
+use some_schemas::{Attempt, EpisodeId, EpisodeRow, QueryAttempt, QueryId, QueryRow, RunId, ScoreRow, Timestamp, episodes};
 
+use super::record::load_run;
 use super::scoring::{question, ref_post, score_answer, score_row};
 use super::spec::RunSpec;
 use crate::error::{Error, Result};
+use crate::handler::{Cache, JobContext};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, embedder};
 use crate::world::{LakeBackend, query_map};
@@ -251,4 +254,60 @@ impl Runner {
 pub fn worker_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into());
     format!("{host}:{}", std::process::id())
+}
+/// The handler of episode shards: a runner per run and endpoints (a
+/// rerun may move them), built by the first shard of the run.
+pub struct EpisodeJobs {
+    runners: Cache<(Runner, RunSpec)>,
+    /// The tools' similarity and clustering (this process's, or compute
+    /// workers').
+    kernels: Arc<dyn KernelService>,
+}
+
+impl EpisodeJobs {
+    pub fn new(kernels: Arc<dyn KernelService>) -> EpisodeJobs {
+        EpisodeJobs { runners: Cache::default(), kernels }
+    }
+
+    /// Runs a shard's queries unless its run was cancelled; on a
+    /// redelivery, only those whose attempt has no row yet.
+    pub async fn run(&self, ctx: &JobContext<'_>, run_id: &RunId, queries: &[QueryAttempt]) -> Result<()> {
+        let record = load_run(ctx.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "run cancelled: dropping its shard");
+            return Ok(());
+        }
+        let spec = record.spec;
+        let key = format!("{run_id} {:?} {:?}", spec.endpoints, spec.judge_endpoints);
+        let runner = self
+            .runners
+            .get_or_build(key, async {
+                let runner = Runner::for_spec(ctx.lake, &spec, ctx.client, ctx.threads, self.kernels.clone()).await?;
+                Ok((runner, spec.clone()))
+            })
+            .await
+            // A store that is down is worth waiting for; an unknown model is not.
+            .map_err(|e| e.context(format!("cannot set up run {run_id}")))?;
+        let mut todo = queries.to_vec();
+        if ctx.redelivered {
+            let done = already_recorded(ctx.lake, run_id, &todo).await?;
+            todo.retain(|q| !done.contains(&(q.query_id.clone(), q.attempt)));
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let (runner, spec) = runner.as_ref();
+        runner.run_shard(spec, &todo, ctx.progress).await.map(drop)
+    }
+}
+
+/// Which (query, attempt) pairs of a shard have a row already, final or
+/// failed: a failed attempt is retried by `some rerun` as the next attempt,
+/// never by running the same one twice.
+async fn already_recorded(lake: &Lake, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
+    let ctx = lake.session().await?;
+    let ids = todo.iter().map(|q| lit(q.query_id.as_str())).collect();
+    let filter = col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::query_id).in_list(ids, false));
+    let rows: Vec<EpisodeRow> = lake.read(&ctx, Some(filter)).await?;
+    Ok(rows.into_iter().map(|e| (e.query_id, e.attempt)).collect())
 }

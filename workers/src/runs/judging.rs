@@ -26,12 +26,14 @@ use some_jobs::agent::EpisodeStatus;
 use some_jobs::chat::ChatModel;
 use some_jobs::progress::Progress;
 use some_jobs::scorers::{Judge, Scored};
-use some_schemas::{EpisodeRow, QueryId, QueryRow, Timestamp, scores};
+use some_schemas::{EpisodeRow, QueryId, QueryRow, RunId, Timestamp, scores};
 
+use super::record::load_run;
 use super::results::RunRows;
 use super::scoring::{question, ref_post, score_answer, score_row};
 use super::spec::JudgingSpec;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::handler::{Cache, JobContext};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model};
 use crate::world::{LakeBackend, query_map};
@@ -128,5 +130,39 @@ impl JudgeRunner {
             txn.commit().await?;
         }
         Ok(out)
+    }
+}
+/// The handler of judge shards: a judge per judging and endpoints.
+#[derive(Default)]
+pub struct JudgeJobs {
+    judges: Cache<JudgeRunner>,
+}
+
+impl JudgeJobs {
+    /// Scores the final episodes of a judge shard that its judging has no
+    /// score for yet; fails (to be tried again) if the judge could not be
+    /// reached for some, after committing the others.
+    pub async fn run(&self, ctx: &JobContext<'_>, run_id: &RunId, judging: &str, query_ids: &[QueryId]) -> Result<()> {
+        let record = load_run(ctx.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "run cancelled: dropping its judge shard");
+            return Ok(());
+        }
+        let spec = record.judging(judging)?.clone();
+        let key = format!("{run_id} {judging} {:?}", spec.judge_endpoints);
+        let judge = self
+            .judges
+            .get_or_build(key, JudgeRunner::for_spec(ctx.lake, &spec, ctx.client, ctx.threads))
+            .await
+            .map_err(|e| e.context(format!("cannot set up judging {judging} of run {run_id}")))?;
+        let done = judge.judge_shard(&spec, query_ids, ctx.client.concurrency, ctx.progress).await?;
+        if done.unavailable > 0 {
+            return Err(Error::Task(format!(
+                "the judge could not score {} episodes: {}",
+                done.unavailable,
+                done.first_error.unwrap_or_default()
+            )));
+        }
+        Ok(())
     }
 }

@@ -24,8 +24,9 @@ use some_sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, age
 use tokio::sync::OnceCell;
 
 use super::shard::{AgentTurn, NewAgent, ShardWork};
-use super::spec::{KnowledgeSource, RelevanceSource, SimSpec};
+use super::spec::{KnowledgeSource, RelevanceSource, SimSpec, load_sim};
 use crate::error::{Error, Result};
+use crate::handler::{Cache, JobContext};
 use crate::lake::Lake;
 use crate::llm::{ClientSettings, chat_model, installed_embedder};
 
@@ -237,4 +238,27 @@ pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId,
         out.insert(persona.id, Agent { persona, plan, level: r.activity, setup_error: r.error });
     }
     Ok(out)
+}
+/// The handler of simulation shards: a runner per run.
+#[derive(Default)]
+pub struct SimJobs {
+    sims: Cache<SimRunner>,
+}
+
+impl SimJobs {
+    /// Runs a simulation shard unless its run was cancelled.
+    pub async fn run(&self, ctx: &JobContext<'_>, run_id: &RunId, payload: &str) -> Result<()> {
+        let work = ShardWork::from_payload(payload)?;
+        let record = load_sim(ctx.lake, run_id).await?;
+        if record.cancelled {
+            tracing::info!(run = %run_id, "simulation cancelled: dropping its shard");
+            return Ok(());
+        }
+        let runner = self
+            .sims
+            .get_or_build(run_id.to_string(), SimRunner::for_spec(ctx.lake, &record.spec, ctx.client, ctx.threads))
+            .await
+            .map_err(|e| e.context(format!("cannot set up simulation {run_id}")))?;
+        runner.run_shard(work, ctx.progress).await
+    }
 }

@@ -40,6 +40,7 @@ use some_schemas::{Job, JobKind, JobMessage, buckets};
 
 use super::{WORLD_TABLES, guard_world};
 use crate::error::{Error, Result};
+use crate::handler::JobContext;
 use crate::lake::{Lake, Removal, Staged};
 use crate::queue::Queue;
 
@@ -323,6 +324,17 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
     }
     put_json(lake, &state_path(lake, &manifest.id, "committed.json"), &record).await?;
     Ok(record)
+}
+
+/// The handler of ingestion units: stages one unit, and commits the
+/// ingestion if it was the last.
+pub async fn run_job(ctx: &JobContext<'_>, ingestion: &str, unit: u32) -> Result<()> {
+    let outcome = run_unit(ctx.lake, ingestion, unit).await?;
+    ctx.progress.advance(1);
+    if let UnitOutcome::Committed(record) = outcome {
+        tracing::info!(ingestion, rows = record.rows, parts = record.parts, "ingestion committed");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
