@@ -39,3 +39,27 @@ pub const SCHEMA_VERSION: u32 = 3;
 
 /// The Arrow schema / Parquet key-value metadata key that carries [`SCHEMA_VERSION`].
 pub const SCHEMA_VERSION_KEY: &str = "some.schema_version";
+
+/// Every table of the lake, in the order `some sql` lists them: the
+/// benchmark's, then the simulation's. One list, so the SQL catalog,
+/// `some vacuum` and the lake's checks never disagree about what exists.
+pub const ALL_TABLES: &[TableDef] = &[
+    TableDef::of::<PostRow>(),
+    TableDef::of::<UserRow>(),
+    TableDef::of::<RefPostRow>(),
+    TableDef::of::<KnowledgeRow>(),
+    TableDef::of::<EmbeddingRow>(),
+    TableDef::of::<QueryRow>(),
+    TableDef::of::<RunRow>(),
+    TableDef::of::<EpisodeRow>(),
+    TableDef::of::<ScoreRow>(),
+    TableDef::of::<sim::SimRunRow>(),
+    TableDef::of::<sim::SimAgentRow>(),
+    TableDef::of::<sim::SimPostRow>(),
+    TableDef::of::<sim::SimActionRow>(),
+    TableDef::of::<sim::SimFollowRow>(),
+    TableDef::of::<sim::SimFeedRow>(),
+    TableDef::of::<sim::SimTurnRow>(),
+    TableDef::of::<sim::SimStepRow>(),
+    TableDef::of::<sim::SimReviewRow>(),
+];

@@ -12,7 +12,7 @@
 use crate::ids::RunId;
 use crate::row::Timestamp;
 use crate::table;
-use crate::tables::{RunEvent, TableDef};
+use crate::tables::RunEvent;
 
 table! {
     /// A simulation run's lifecycle, as append-only events (`submitted`
@@ -365,20 +365,6 @@ impl Score {
     }
 }
 
-/// The simulation tables, in the order `some sql` should list them (the
-/// lake registers them next to [`crate::ALL_TABLES`]).
-pub const SIM_TABLES: &[TableDef] = &[
-    TableDef::of::<SimRunRow>(),
-    TableDef::of::<SimAgentRow>(),
-    TableDef::of::<SimPostRow>(),
-    TableDef::of::<SimActionRow>(),
-    TableDef::of::<SimFollowRow>(),
-    TableDef::of::<SimFeedRow>(),
-    TableDef::of::<SimTurnRow>(),
-    TableDef::of::<SimStepRow>(),
-    TableDef::of::<SimReviewRow>(),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,13 +387,15 @@ mod tests {
         }];
         let batch = SimActionRow::to_batch(&rows).unwrap();
         assert_eq!(SimActionRow::from_batch(&batch).unwrap(), rows);
-        for t in SIM_TABLES.iter().filter(|t| t.name != "sim_runs") {
+        let sim_tables: Vec<_> = crate::ALL_TABLES.iter().filter(|t| t.name.starts_with("sim_")).collect();
+        for t in sim_tables.iter().filter(|t| t.name != "sim_runs") {
             let schema = (t.schema)();
             assert_eq!(schema.fields().last().unwrap().name(), "run_id", "{}", t.name);
-            assert!(crate::TableDef::named(t.name).is_none(), "{} must not shadow a benchmark table", t.name);
         }
+        let names: std::collections::HashSet<_> = crate::ALL_TABLES.iter().map(|t| t.name).collect();
+        assert_eq!(names.len(), crate::ALL_TABLES.len(), "no two tables share a name");
         assert_eq!(
-            SIM_TABLES.iter().map(|t| t.name).collect::<Vec<_>>(),
+            sim_tables.iter().map(|t| t.name).collect::<Vec<_>>(),
             ["sim_runs", "sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns", "sim_steps", "sim_reviews"]
         );
     }

@@ -394,22 +394,9 @@ impl TableDef {
     }
 
     pub fn named(name: &str) -> Option<TableDef> {
-        ALL_TABLES.iter().copied().find(|t| t.name == name)
+        crate::ALL_TABLES.iter().copied().find(|t| t.name == name)
     }
 }
-
-/// Every table, in the order `some sql` lists them.
-pub const ALL_TABLES: &[TableDef] = &[
-    TableDef::of::<PostRow>(),
-    TableDef::of::<UserRow>(),
-    TableDef::of::<RefPostRow>(),
-    TableDef::of::<KnowledgeRow>(),
-    TableDef::of::<EmbeddingRow>(),
-    TableDef::of::<QueryRow>(),
-    TableDef::of::<RunRow>(),
-    TableDef::of::<EpisodeRow>(),
-    TableDef::of::<ScoreRow>(),
-];
 
 #[cfg(test)]
 mod tests {
@@ -559,7 +546,7 @@ mod tests {
 
     #[test]
     fn partition_columns_are_the_last_fields_of_every_table() {
-        for table in ALL_TABLES {
+        for table in crate::ALL_TABLES {
             let schema = (table.schema)();
             let n = schema.fields().len();
             let tail: Vec<&str> = schema.fields()[n - table.partition_columns.len()..].iter().map(|f| f.name().as_str()).collect();

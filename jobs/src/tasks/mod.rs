@@ -131,6 +131,25 @@ mod tests {
     use super::*;
     use crate::queries::read_bundled;
 
+    /// What a task is made of, read off the registry: a new task shows up
+    /// here with its definition, prompt, tools and bundled queries, or
+    /// this fails naming what it lacks.
+    #[test]
+    fn every_task_of_the_registry_has_its_definition_prompt_tools_and_queries() {
+        let queries = read_bundled().unwrap();
+        for task in Task::ALL {
+            let def = task_def(task);
+            assert_eq!(def.task, task, "task_def({task}) is another task's definition");
+            assert!(!def.system_prompt.trim().is_empty(), "{task}: empty system prompt");
+            assert!(!def.tools.is_empty(), "{task}: no tools");
+            let data = crate::bundled_datasets_dir().join(task.folder()).join("ground_truth.json.zst");
+            assert!(data.is_file(), "{task}: no query data at {}", data.display());
+            let n = queries.iter().filter(|q| q.task == task).count();
+            assert!(n > 0, "{task}: no bundled query");
+            eprintln!("{task}: version {}, {} tools, {n} queries, {}", def.version, def.tools.len(), task.folder());
+        }
+    }
+
     #[test]
     fn every_real_query_renders() {
         let queries = read_bundled().unwrap();

@@ -24,7 +24,7 @@ use some_workers::runs::plan_queries;
 use some_workers::sim::{KnowledgeSource, PersonaSet};
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
-use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, QueueFlags};
+use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, ModelFlags, QueueFlags};
 use super::progress::Bars;
 use super::run::Run;
 use super::sim::{BrowseName, LookBack, PresetName, RelevanceName, SimReportCmd, SimRun};
@@ -117,8 +117,7 @@ impl Demo {
             // The same sample as the world was planned for.
             sample: Some(self.per_task),
             sample_seed: 0,
-            model: self.model.clone(),
-            endpoints: run_endpoint.clone(),
+            agent: ModelFlags { model: self.model.clone(), endpoints: run_endpoint.clone() },
             judge: JudgeFlags { judge_model: None, judge_endpoints: Vec::new(), judge_temperature: 0.0, judge_seed: 0, prompts: None },
             embedding_model: DEFAULT_EMBEDDING_MODEL.into(),
             cluster_threshold: None,
@@ -160,8 +159,7 @@ impl Demo {
             stage_turns: Some(2),
             stages: Some(1),
             personas: PersonaSet::Builtin,
-            model: self.model.clone(),
-            endpoints: run_endpoint.clone(),
+            agent: ModelFlags { model: self.model.clone(), endpoints: run_endpoint.clone() },
             seed: 0,
             browse: BrowseName::Batched,
             ranker: "mastodon-digest".into(),

@@ -43,6 +43,19 @@ impl AsOfFlag {
     }
 }
 
+/// The agent model and where it is served: shared by `run` and `sim run`.
+#[derive(Debug, Args)]
+pub struct ModelFlags {
+    /// The agent model: a built-in model's name, or the model name an
+    /// endpoint serves.
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// OpenAI-compatible base URLs (http://host:port/v1), repeatable; none
+    /// runs the built-in model in this process.
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+}
+
 /// Where jobs go and how many run at once: shared by every command that
 /// makes or takes jobs.
 #[derive(Debug, Args)]

@@ -104,9 +104,16 @@ impl JudgeCmd {
         let again = "`some judge` again scores what is missing";
         let executor = Executor::open(lake, &self.flags.jobs.queue, self.flags.worker(), Arc::new(Bars::new())).await?;
         let shard_size = self.shard_size;
+        let remote = executor.broker().is_some();
         let publish = |queue: Arc<dyn Queue>| {
             let (spec, todo) = (&spec, &todo);
-            async move { coordinator::publish_judging(queue.as_ref(), spec, todo, shard_size).await }
+            async move {
+                let shards = coordinator::publish_judging(queue.as_ref(), spec, todo, shard_size).await?;
+                if remote {
+                    eprintln!("published {} judge jobs for `some worker --kind llm`", shards.len());
+                }
+                Ok(shards)
+            }
         };
         let (run, spec, total) = (&run, &spec, todo.len());
         let look = || async move {
@@ -115,10 +122,7 @@ impl JudgeCmd {
         };
         let work = Work { kind: JobKind::Judge, phase: "judged", units: total };
         let failures = match executor.submit(work, publish, self.wait.then_some(look)).await? {
-            Outcome::Published(jobs) => {
-                eprintln!("published {jobs} judge jobs for `some worker --kind llm`");
-                return Ok(ExitCode::SUCCESS);
-            }
+            Outcome::Published(_) => return Ok(ExitCode::SUCCESS),
             Outcome::Settled(failures) => failures,
         };
         if failures.is_empty() || executor.broker().is_none() {

@@ -18,7 +18,7 @@ use some_workers::runs::{self, RunSpec, progress};
 use some_workers::world::read_queries;
 
 use super::failures::report_failures;
-use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags};
+use super::flags::{ExecFlags, JudgeFlags, ModelFlags};
 use super::progress::Bars;
 use super::report::print_report;
 
@@ -32,14 +32,8 @@ pub struct Run {
     pub sample: Option<usize>,
     #[arg(long, default_value_t = 0)]
     pub sample_seed: u64,
-    /// The agent model: a built-in model's name, or the model name an
-    /// endpoint serves.
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    pub model: String,
-    /// OpenAI-compatible base URLs (http://host:port/v1), repeatable; none
-    /// runs the built-in model in this process.
-    #[arg(long = "endpoint")]
-    pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub agent: ModelFlags,
     #[command(flatten)]
     pub judge: JudgeFlags,
     /// The embedding model whose stored vectors clustering and retrieval
@@ -114,11 +108,11 @@ impl Run {
             anyhow::ensure!((-1.0..=1.0).contains(&theta), "--cluster-threshold {theta}: a cosine threshold lies in [-1, 1]");
             tools.cluster_threshold = theta;
         }
-        let (judge_model, judge_endpoints) = self.judge.judge(&self.model, &self.endpoints);
+        let (judge_model, judge_endpoints) = self.judge.judge(&self.agent.model, &self.agent.endpoints);
         Ok(RunSpec {
             run_id: self.run_id.clone().unwrap_or_else(RunId::new_dated),
-            model: self.model.clone(),
-            endpoints: self.endpoints.clone(),
+            model: self.agent.model.clone(),
+            endpoints: self.agent.endpoints.clone(),
             judge_model,
             judge_endpoints,
             embedding_endpoints: self.embedding_endpoints.clone(),
@@ -170,7 +164,14 @@ pub(super) async fn execute(
     let again = format!("`some rerun {}` runs what is missing", spec.run_id);
     let executor = Executor::open(lake, &flags.jobs.queue, flags.worker(), Arc::new(Bars::new())).await?;
     let wave = todo.iter().map(|q| q.attempt.0).max().unwrap_or(1) as u32;
-    let publish = |queue: Arc<dyn Queue>| async move { coordinator::publish_shards(queue.as_ref(), spec, todo, wave).await };
+    let remote = executor.broker().is_some();
+    let publish = |queue: Arc<dyn Queue>| async move {
+        let shards = coordinator::publish_shards(queue.as_ref(), spec, todo, wave).await?;
+        if remote {
+            eprintln!("published {} shards; follow with `some status {} --watch`", shards.len(), spec.run_id);
+        }
+        Ok(shards)
+    };
     let look = || async move {
         let done = progress::attempted(lake, &spec.run_id, todo).await?;
         Ok(Look { done, settled: done >= todo.len(), failures: Vec::new() })
@@ -178,10 +179,7 @@ pub(super) async fn execute(
     let started = std::time::Instant::now();
     let work = Work { kind: JobKind::Episode, phase: "episodes", units: todo.len() };
     let failures = match executor.submit(work, publish, wait.then_some(look)).await? {
-        Outcome::Published(shards) => {
-            eprintln!("published {shards} shards; follow with `some status {} --watch`", spec.run_id);
-            return Ok(ExitCode::SUCCESS);
-        }
+        Outcome::Published(_) => return Ok(ExitCode::SUCCESS),
         Outcome::Settled(failures) => failures,
     };
     if executor.broker().is_none() {

@@ -21,7 +21,7 @@ use some_workers::executor::Executor;
 use some_workers::sim::report::{JudgeSpec, sim_report};
 use some_workers::sim::{Drive, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, load_sim, record_event};
 
-use super::flags::{DEFAULT_MODEL, ExecFlags};
+use super::flags::{ExecFlags, ModelFlags};
 use super::progress::Bars;
 
 #[derive(Debug, Subcommand)]
@@ -33,7 +33,7 @@ pub enum Sim {
     /// Turns committed, the state digest, agents, steps of the turn in progress.
     Status(SimStatus),
     /// Stop a run: its coordinator stops before the next turn, workers drop its shards.
-    Cancel(SimCancel),
+    Cancel(super::cancel::Cancel),
     /// The paper's metrics for a run, beside the paper's figures.
     Report(SimReportCmd),
     /// Human evaluation: export items for annotators, import their scores.
@@ -103,11 +103,8 @@ pub struct SimRun {
     /// `oasis-twitter:FILE` or `recagent:USERS[,RELATIONSHIPS]`.
     #[arg(long, default_value = "builtin", value_parser = parse_personas)]
     pub personas: PersonaSet,
-    #[arg(long, default_value = DEFAULT_MODEL)]
-    pub model: String,
-    /// OpenAI-compatible base URLs, repeatable; none runs the built-in model here.
-    #[arg(long = "endpoint")]
-    pub endpoints: Vec<String>,
+    #[command(flatten)]
+    pub agent: ModelFlags,
     /// Seeds activity levels, activation and the model's sampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -215,7 +212,7 @@ impl SimRun {
             preset.stages.truncate(n as usize);
         }
         let run_id = self.run_id.clone().unwrap_or_else(RunId::new_dated);
-        let mut spec = SimSpec::new(run_id, &self.model, self.endpoints.clone(), preset, self.personas.clone());
+        let mut spec = SimSpec::new(run_id, &self.agent.model, self.agent.endpoints.clone(), preset, self.personas.clone());
         spec.seed = self.seed;
         spec.step = StepSettings {
             browse: match self.browse {
@@ -370,22 +367,6 @@ impl SimStatus {
             println!("warning: {w}");
         }
         println!("state digest {}", p.state.digest().unwrap_or("-"));
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct SimCancel {
-    pub run_id: RunId,
-}
-
-impl SimCancel {
-    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
-        let record = load_sim(lake, &self.run_id).await?;
-        if !record.cancelled {
-            record_event(lake, &record.spec, RunEvent::Cancelled).await?;
-        }
-        println!("simulation {} cancelled: its coordinator stops before the next turn; workers drop its shards", self.run_id);
         Ok(ExitCode::SUCCESS)
     }
 }

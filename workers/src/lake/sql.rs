@@ -8,7 +8,6 @@ use arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::prelude::{DataFrame, Expr, SessionConfig, SessionContext};
-use some_schemas::sim::SIM_TABLES;
 use some_schemas::{ALL_TABLES, Row, TableDef};
 
 use super::view::SnapshotView;
@@ -34,7 +33,7 @@ impl Lake {
             .set_bool("datafusion.execution.parquet.reorder_filters", true);
         let ctx = SessionContext::new_with_config(config);
         ctx.register_object_store(&self.store_url, Arc::new(SnapshotView::new(self.store.clone(), self.root.clone(), snapshot)));
-        for table in ALL_TABLES.iter().chain(SIM_TABLES) {
+        for table in ALL_TABLES {
             ctx.register_table(table.name, self.listing_table(table)?)?;
         }
         Ok(ctx)

@@ -6,7 +6,6 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 use some_schemas::ALL_TABLES;
-use some_schemas::sim::SIM_TABLES;
 
 use super::log::{FileEntry, Removal};
 use super::{FOLDER_LAYOUT_MARKER, Lake, LakeLocation};
@@ -26,7 +25,7 @@ pub struct Vacuumed {
 }
 
 fn table_names() -> impl Iterator<Item = &'static str> {
-    ALL_TABLES.iter().chain(SIM_TABLES).map(|t| t.name)
+    ALL_TABLES.iter().map(|t| t.name)
 }
 
 impl Lake {
