@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, need};
+use super::{Evaluation, Grounding, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -15,6 +15,7 @@ pub static DEF: TaskDef = TaskDef {
         extraction_prompt: include_str!("../../prompts/eval/extract_mid.txt"),
         read_label: mid_label,
     },
+    grounding: Grounding::KnowledgeBase,
     user_message,
 };
 

@@ -49,7 +49,26 @@ pub struct TaskDef {
     /// The task's tools, in the order the reference lists them.
     pub tools: &'static [&'static ToolSpec],
     pub evaluation: Evaluation,
+    /// What the world must hold for a query of the task to be answerable.
+    pub grounding: Grounding,
     user_message: fn(&QueryRow, Option<&str>) -> Result<String, String>,
+}
+
+/// What a query needs from the world to be answerable: `some check`
+/// counts the queries a lake grounds by this rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grounding {
+    /// Posts of the query's location stream in its one-hour window.
+    Stream,
+    /// The query's topic collection.
+    Topic,
+    /// A knowledge base that is not empty.
+    KnowledgeBase,
+    /// The query's user (profile and timeline), else its topic; a query
+    /// naming neither cannot be grounded and is not counted against the lake.
+    UserOrTopic,
+    /// The query's user (profile and timeline) and its referenced post.
+    UserAndPost,
 }
 
 /// A system prompt template filled in for `query` (UBP's action word).

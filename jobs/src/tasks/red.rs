@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, need};
+use super::{Evaluation, Grounding, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -14,6 +14,7 @@ pub static DEF: TaskDef = TaskDef {
         dimensions: &["accuracy", "completeness", "relevance"],
         judge_prompt: include_str!("../../prompts/eval/judge_red.txt"),
     },
+    grounding: Grounding::Stream,
     user_message,
 };
 

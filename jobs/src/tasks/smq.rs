@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, need};
+use super::{Evaluation, Grounding, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -11,6 +11,7 @@ pub static DEF: TaskDef = TaskDef {
     system_prompt: include_str!("../../prompts/tasks/smq.txt"),
     tools: &[&tools::USER_SEARCH, &tools::DATA_FOLDER, &tools::TOPIC_SEARCH, &tools::POST_RETRIEVE],
     evaluation: Evaluation::Judged { dimensions: &["accuracy"], judge_prompt: include_str!("../../prompts/eval/judge_smq.txt") },
+    grounding: Grounding::UserOrTopic,
     user_message,
 };
 

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, embedded_post, need, yes_no};
+use super::{Evaluation, Grounding, TaskDef, embedded_post, need, yes_no};
 use crate::queries::YES_NO;
 use crate::tools;
 
@@ -16,6 +16,7 @@ pub static DEF: TaskDef = TaskDef {
         extraction_prompt: include_str!("../../prompts/eval/extract_ucs.txt"),
         read_label: yes_no,
     },
+    grounding: Grounding::UserAndPost,
     user_message,
 };
 

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, TaskDef, embedded_post, need};
+use super::{Evaluation, Grounding, TaskDef, embedded_post, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -15,6 +15,7 @@ pub static DEF: TaskDef = TaskDef {
         extraction_prompt: include_str!("../../prompts/eval/extract_uea.txt"),
         read_label: emotion,
     },
+    grounding: Grounding::UserAndPost,
     user_message,
 };
 

@@ -17,6 +17,7 @@ use datafusion::prelude::{Expr, cast, col, lit};
 use some_schemas::{PostSource, QueryId, QueryRow, Task, Timestamp, buckets, knowledge, posts, ref_posts, users};
 
 use some_jobs::synth::profile_facts::{self, ProfileFacts};
+use some_jobs::tasks::{Grounding, task_def};
 
 use crate::error::Result;
 use crate::lake::Lake;
@@ -96,17 +97,17 @@ pub async fn check_coverage(lake: &Lake, answers: bool) -> Result<Coverage> {
     let mut coverage = Coverage::default();
     for q in &queries {
         let task = q.task;
-        let missing = match task {
-            Task::Red => red_missing(q, &stream_times),
-            Task::Ses => topic_missing(q.topic.as_deref(), &topics),
-            Task::Mid => (knowledge_docs == 0).then(|| "the knowledge base is empty".to_string()),
-            Task::Smq => match (&q.uid, &q.topic) {
+        let missing = match task_def(task).grounding {
+            Grounding::Stream => red_missing(q, &stream_times),
+            Grounding::Topic => topic_missing(q.topic.as_deref(), &topics),
+            Grounding::KnowledgeBase => (knowledge_docs == 0).then(|| "the knowledge base is empty".to_string()),
+            Grounding::UserOrTopic => match (&q.uid, &q.topic) {
                 (Some(uid), _) => user_missing(uid, &profiles, &timelines),
                 (None, Some(topic)) => topic_missing(Some(topic), &topics),
                 // Two release questions name no user or topic; nothing can ground them.
                 (None, None) => None,
             },
-            Task::Ubp | Task::Uea | Task::Ucs | Task::Mcr => {
+            Grounding::UserAndPost => {
                 let uid = q.uid.as_deref().unwrap_or_default();
                 let post = q.post_id.as_deref().unwrap_or_default();
                 user_missing(uid, &profiles, &timelines)
