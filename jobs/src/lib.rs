@@ -11,7 +11,8 @@
 //! - [`scorers`]: label extraction, judging and baselines;
 //! - [`kernels`]: similarity and clustering on CPU;
 //! - [`chat`] and [`embed`]: the model interfaces jobs call, implemented in
-//!   `workers`.
+//!   `workers`;
+//! - [`render`]: how both reports draw tables and charts.
 
 pub mod agent;
 pub mod chat;
@@ -24,6 +25,7 @@ pub mod prompts;
 pub mod protocol;
 pub mod queries;
 pub mod release;
+pub mod render;
 pub mod scorers;
 pub mod solvers;
 pub mod synth;

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use some_schemas::sim::ActionKind;
 
 use crate::evaluation::report::{Actions, FollowerBin, Followers, SimReport, Split, TextKind};
-use crate::evaluation::report_table::{Table, num, stage_label};
+use crate::evaluation::report_table::{num, stage_label};
+use some_jobs::render::{Chart, STYLE, Table, escape};
 
 /// Table 1's published pairs: (stage, action, [not engaged, engaged] BERTScore, the same for C.score).
 const PAPER_TABLE1: [(u32, ActionKind, [f64; 2], [f64; 2]); 6] = [
@@ -103,12 +104,14 @@ fn tables(r: &SimReport) -> Vec<Table> {
         title: "Persona similarity of engaged vs shown-only posts (the paper's Table 1; ours TF-IDF and embedder cosine, paper BERTScore and C.score)".into(),
         header: header("Stage|Action|n|TF-IDF|Δ|Embed|Δ|Paper BS|ΔBS|Paper C|ΔC"),
         rows,
-        left: &[0, 1],
+        left: vec![0, 1],
+        highlight: None,
     });
     out.push(Table {
         title: "Distinct-n ×100 (the paper's Table 1, Distinct columns)".into(),
         header: header("Stage|Kind|Texts|Distinct-1|Distinct-2|Paper D-1|Paper D-2"),
-        left: &[0, 1],
+        left: vec![0, 1],
+        highlight: None,
         rows: r
             .diversity
             .iter()
@@ -130,7 +133,8 @@ fn tables(r: &SimReport) -> Vec<Table> {
         out.push(Table {
             title: format!("Text quality, 1-3, judged by {} (the paper's Table 2, judged by gpt-4-1106-preview)", q.judge),
             header: header("Stage|Kind|Texts|Sampled|Rated|Failed|Info|Cons|Hum|Paper Info|Paper Cons|Paper Hum"),
-            left: &[0, 1],
+            left: vec![0, 1],
+            highlight: None,
             rows: q
                 .groups
                 .iter()
@@ -162,13 +166,15 @@ fn tables(r: &SimReport) -> Vec<Table> {
             r.followers.initial_edges, r.followers.added_edges
         ),
         header: header("Followers|All agents|Regular agents"),
-        left: &[0],
+        left: vec![0],
+        highlight: None,
         rows: r.followers.bins.iter().map(|b| vec![bin_label(b), b.all.to_string(), b.regular.to_string()]).collect(),
     });
     out.push(Table {
         title: "Most followed agents".into(),
         header: header("Agent|Username|Kind|Followers"),
-        left: &[1, 2],
+        left: vec![1, 2],
+        highlight: None,
         rows: r
             .followers
             .top
@@ -180,7 +186,8 @@ fn tables(r: &SimReport) -> Vec<Table> {
     out.push(Table {
         title: "Applied actions per stage".into(),
         header: header(&format!("Stage|{kinds}|failed|skipped")),
-        left: &[0],
+        left: vec![0],
+        highlight: None,
         rows: r
             .actions
             .per_stage
@@ -196,7 +203,8 @@ fn tables(r: &SimReport) -> Vec<Table> {
     out.push(Table {
         title: "Feeds and activity per stage".into(),
         header: header("Stage|Turns|Active agent-turns|Shown an empty feed|Turns with an empty feed|Interactions"),
-        left: &[0],
+        left: vec![0],
+        highlight: None,
         rows: r
             .health
             .iter()
@@ -218,13 +226,15 @@ fn tables(r: &SimReport) -> Vec<Table> {
             r.actions.failed, r.actions.skipped
         ),
         header: header("Cause|Count"),
-        left: &[0],
+        left: vec![0],
+        highlight: None,
         rows: r.actions.top_errors.iter().map(|e| vec![e.cause.clone(), e.count.to_string()]).collect(),
     });
     out.push(Table {
         title: "Most engaged posts".into(),
         header: header("Post|Author|Stage|Likes|Reblogs|Comments|Text"),
-        left: &[2, 6],
+        left: vec![2, 6],
+        highlight: None,
         rows: r
             .top_posts
             .iter()
@@ -275,29 +285,7 @@ pub fn render_text(r: &SimReport) -> String {
         let _ = writeln!(out, "- {c}");
     }
     for t in tables(r) {
-        let widths: Vec<usize> = (0..t.header.len())
-            .map(|i| t.rows.iter().map(|row| row[i].chars().count()).chain([t.header[i].chars().count()]).max().unwrap_or(0))
-            .collect();
-        let line = |cells: &[String]| {
-            let mut s = String::new();
-            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-                let pad = w - c.chars().count();
-                if t.left.contains(&i) {
-                    let _ = write!(s, "{c}{}  ", " ".repeat(pad));
-                } else {
-                    let _ = write!(s, "{}{c}  ", " ".repeat(pad));
-                }
-            }
-            s.trim_end().to_string()
-        };
-        let _ = writeln!(out, "\n{}", t.title);
-        let _ = writeln!(out, "{}", line(&t.header));
-        if t.rows.is_empty() {
-            out.push_str("(none)\n");
-        }
-        for row in &t.rows {
-            let _ = writeln!(out, "{}", line(row));
-        }
+        t.text(&mut out);
     }
     let failures: Vec<_> = r.quality.iter().flat_map(|q| &q.groups).flat_map(|g| g.failures.iter().map(move |f| (g, f))).collect();
     if !failures.is_empty() {
@@ -311,61 +299,19 @@ pub fn render_text(r: &SimReport) -> String {
 
 /// A colour per action kind, in [`ActionKind::ALL`] order.
 const COLOURS: [&str; 6] = ["#718096", "#e53e3e", "#38a169", "#d69e2e", "#3182ce", "#805ad5"];
-const WIDTH: f64 = 720.0;
-const HEIGHT: f64 = 260.0;
-const LEFT: f64 = 48.0;
-const TOP: f64 = 16.0;
-const BOTTOM: f64 = 40.0;
-
-/// Text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn svg_open(label: &str) -> String {
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" role=\"img\" aria-label=\"{}\">",
-        escape(label)
-    )
-}
-
-/// Both axes, the y axis from 0 to `max`, each with its name.
-fn axes(svg: &mut String, max: f64, y_name: &str, x_name: &str) {
-    let bottom = HEIGHT - BOTTOM;
-    let middle = TOP + (bottom - TOP) / 2.0;
-    let _ = write!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{bottom}\" stroke=\"#4a5568\"/>\
-<line x1=\"{LEFT}\" y1=\"{bottom}\" x2=\"{WIDTH}\" y2=\"{bottom}\" stroke=\"#4a5568\"/>\
-<text x=\"{0}\" y=\"{1}\" font-size=\"11\" text-anchor=\"end\">{max}</text>\
-<text x=\"{0}\" y=\"{bottom}\" font-size=\"11\" text-anchor=\"end\">0</text>\
-<text x=\"14\" y=\"{middle}\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 14 {middle})\">{2}</text>\
-<text x=\"{3:.1}\" y=\"{4:.1}\" font-size=\"12\" text-anchor=\"middle\">{5}</text>",
-        LEFT - 4.0,
-        TOP + 4.0,
-        escape(y_name),
-        LEFT + (WIDTH - LEFT) / 2.0,
-        HEIGHT - 6.0,
-        escape(x_name),
-    );
-}
+/// Both charts' frame.
+const FRAME: Chart = Chart::DEFAULT;
+const WIDTH: f64 = FRAME.width;
+const HEIGHT: f64 = FRAME.height;
+const LEFT: f64 = FRAME.left;
+const TOP: f64 = FRAME.top;
+const BOTTOM: f64 = FRAME.bottom;
 
 /// Agents per follower bin, all agents and regular agents side by side.
 fn follower_chart(f: &Followers) -> String {
-    let mut svg = svg_open("agents per number of followers");
+    let mut svg = FRAME.open("agents per number of followers");
     let max = f.bins.iter().map(|b| b.all.max(b.regular)).max().unwrap_or(0).max(1) as f64;
-    axes(&mut svg, max, "agents", "followers");
+    FRAME.axes(&mut svg, max, "agents", "followers");
     let plot = HEIGHT - BOTTOM - TOP;
     let group = (WIDTH - LEFT) / f.bins.len().max(1) as f64;
     let bar = group * 0.35;
@@ -398,9 +344,9 @@ fn follower_chart(f: &Followers) -> String {
 
 /// Applied actions per turn, one line per kind, stage starts dashed.
 fn actions_chart(a: &Actions) -> String {
-    let mut svg = svg_open("applied actions per turn by kind");
+    let mut svg = FRAME.open("applied actions per turn by kind");
     let max = a.per_turn.iter().flat_map(|t| t.applied.values().copied()).max().unwrap_or(0).max(1) as f64;
-    axes(&mut svg, max, "actions", "turn (simulated hour)");
+    FRAME.axes(&mut svg, max, "actions", "turn (simulated hour)");
     let plot = HEIGHT - BOTTOM - TOP;
     let last_turn = a.per_turn.last().map_or(0, |t| t.turn);
     let x = |turn: u32| LEFT + (WIDTH - LEFT - 8.0) * f64::from(turn) / f64::from(last_turn.max(1));
@@ -451,10 +397,7 @@ fn actions_chart(a: &Actions) -> String {
 pub fn render_html(r: &SimReport) -> String {
     let run = escape(r.run.run_id.as_deref().unwrap_or("-"));
     let mut out = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>simulation report {run}</title><style>\
-body{{font-family:system-ui,sans-serif;margin:2em;color:#1a202c;max-width:60em}}table{{border-collapse:collapse;margin-bottom:1.5em}}\
-td,th{{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}}td.w,th.w{{text-align:left}}.legend{{font-size:90%}}\
-</style></head><body><h1>Simulation report: run {run}</h1><ul>"
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>simulation report {run}</title><style>{STYLE}</style></head><body><h1>Simulation report: run {run}</h1><ul>"
     );
     for line in facts(r) {
         let _ = write!(out, "<li>{}</li>", escape(&line));
@@ -468,23 +411,7 @@ td,th{{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}}td.w,th.w{{tex
     out.push_str("<h2>Applied actions per turn</h2>");
     out.push_str(&actions_chart(&r.actions));
     for t in tables(r) {
-        let class = |i: usize| if t.left.contains(&i) { " class=\"w\"" } else { "" };
-        let _ = write!(out, "<h2>{}</h2><table><tr>", escape(&t.title));
-        for (i, h) in t.header.iter().enumerate() {
-            let _ = write!(out, "<th{}>{}</th>", class(i), escape(h));
-        }
-        out.push_str("</tr>");
-        if t.rows.is_empty() {
-            let _ = write!(out, "<tr><td class=\"w\" colspan=\"{}\">none</td></tr>", t.header.len());
-        }
-        for row in &t.rows {
-            out.push_str("<tr>");
-            for (i, c) in row.iter().enumerate() {
-                let _ = write!(out, "<td{}>{}</td>", class(i), escape(c));
-            }
-            out.push_str("</tr>");
-        }
-        out.push_str("</table>");
+        t.html(&mut out);
     }
     if let Some(q) = &r.quality {
         let failures: Vec<_> = q.groups.iter().flat_map(|g| g.failures.iter().map(move |f| (g, f))).collect();

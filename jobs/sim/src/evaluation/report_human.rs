@@ -24,10 +24,11 @@ use some_schemas::sim::{ReviewKind, Score, SimReviewRow, sim_reviews};
 
 use crate::evaluation::quality::Quality;
 use crate::evaluation::quality::TextKind;
-use crate::evaluation::report_table::{Table, num, stage_label};
+use crate::evaluation::report_table::{num, stage_label};
 use crate::evaluation::review::ReviewIndex;
 use crate::evaluation::review_file::latest;
 use some_jobs::error::Error;
+use some_jobs::render::Table;
 
 /// Pairs below which a correlation is not given.
 pub const MIN_PAIRS: usize = 3;
@@ -262,7 +263,8 @@ pub(super) fn tables(h: &HumanReport) -> Vec<Table> {
                 .into(),
             header: ["Stage", "Action", "Items", "Ratings", "Mean", "Paper"].map(String::from).to_vec(),
             rows: actions,
-            left: &[0, 1],
+            left: vec![0, 1],
+            highlight: None,
         },
         Table {
             title: "Human evaluation: text quality, Info/Cons/Hum 1-3 and Know 0-1 (the paper's Table 3)".into(),
@@ -283,7 +285,8 @@ pub(super) fn tables(h: &HumanReport) -> Vec<Table> {
             .map(String::from)
             .to_vec(),
             rows: texts,
-            left: &[0, 1],
+            left: vec![0, 1],
+            highlight: None,
         },
     ];
     if let Some(judge) = &h.judge {
@@ -303,7 +306,8 @@ pub(super) fn tables(h: &HumanReport) -> Vec<Table> {
                     ]
                 })
                 .collect(),
-            left: &[0, 1, 4],
+            left: vec![0, 1, 4],
+            highlight: None,
         });
     }
     out

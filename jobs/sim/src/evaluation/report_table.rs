@@ -1,15 +1,6 @@
-//! The table cells both renderings of the report share ([`crate::evaluation::report_html`]
-//! draws them; [`crate::evaluation::report_human`] builds its own with them), apart so
-//! neither report module imports the other.
-
-/// One table of the report, as both renderers print it.
-pub(super) struct Table {
-    pub(super) title: String,
-    pub(super) header: Vec<String>,
-    pub(super) rows: Vec<Vec<String>>,
-    /// Columns of words, aligned left; the others are numbers.
-    pub(super) left: &'static [usize],
-}
+//! The cells both the report's tables and the human evaluation's write
+//! (drawn by `some_jobs::render`), apart so neither report module imports
+//! the other.
 
 pub(super) fn stage_label(stage: u32) -> String {
     if stage == 0 { "seeding".into() } else { format!("stage {stage}") }

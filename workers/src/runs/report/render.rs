@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use some_jobs::agent::analysis::ChainFailure;
+use some_jobs::render::{Chart, STYLE, Table, escape};
 use some_jobs::solvers::by_solver;
 use some_schemas::Task;
 
@@ -61,22 +62,16 @@ fn header() -> Vec<String> {
     Task::ALL.iter().map(|t| t.code().to_string()).chain(["Avg.".to_string()]).collect()
 }
 
-fn text_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String>)]) {
-    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10).max(5);
-    let _ = writeln!(out, "{title}");
-    let _ = write!(out, "{:<width$} {:>5}", "Model", "Size");
-    for h in header() {
-        let _ = write!(out, " {h:>7}");
+/// A table of the report: a row per model (this run first, drawn out),
+/// a column per task and the average.
+fn table(title: &str, rows: Vec<(String, String, Vec<String>)>) -> Table {
+    Table {
+        title: title.into(),
+        header: ["Model".to_string(), "Size".to_string()].into_iter().chain(header()).collect(),
+        rows: rows.into_iter().map(|(name, size, values)| [name, size].into_iter().chain(values).collect()).collect(),
+        left: vec![0],
+        highlight: Some(0),
     }
-    out.push('\n');
-    for (name, size, values) in rows {
-        let _ = write!(out, "{name:<width$} {size:>5}");
-        for v in values {
-            let _ = write!(out, " {v:>7}");
-        }
-        out.push('\n');
-    }
-    out.push('\n');
 }
 
 /// What the solver rows are computed over, when there are any.
@@ -122,20 +117,21 @@ pub fn text(report: &Report) -> String {
     let _ = writeln!(out, "episodes: {}", if statuses.is_empty() { "none".into() } else { statuses.join(", ") });
     let _ = writeln!(
         out,
-        "tokens: {} prompt, {} completion; judge calls {}\n",
+        "tokens: {} prompt, {} completion; judge calls {}",
         report.prompt_tokens, report.completion_tokens, report.judge_calls
     );
     if spec.agent.failing_tools {
         let _ = writeln!(
             out,
-            "This run answered every tool call with an error (the hallucination probe): its TCR is the tool-response hallucination rate.\n"
+            "This run answered every tool call with an error (the hallucination probe): its TCR is the tool-response hallucination rate."
         );
     }
-    text_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    table("Scores (the paper's Table 3)", table_rows(report, |l| l.score, true, &PAPER_SCORES)).text(&mut out);
     if let Some(note) = solvers_note(report) {
-        let _ = writeln!(out, "{note}\n");
+        let _ = writeln!(out, "\n{note}");
     }
-    text_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
+    table("Task completion rate, % (the paper's Table 4)", table_rows(report, |l| l.tcr, false, &PAPER_TCR)).text(&mut out);
+    out.push('\n');
     let u = &report.tool_use;
     let _ = writeln!(out, "Tool use (the paper's Figures 3 and 4), over {} episodes:", u.episodes);
     let _ = writeln!(out, "  one-attempt success rate      {}", pct(u.one_attempt, u.episodes));
@@ -151,37 +147,16 @@ pub fn text(report: &Report) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-fn html_table(out: &mut String, title: &str, rows: &[(String, String, Vec<String>)]) {
-    let _ = write!(out, "<h2>{}</h2><table><tr><th>Model</th><th>Size</th>", esc(title));
-    for h in header() {
-        let _ = write!(out, "<th>{h}</th>");
-    }
-    out.push_str("</tr>");
-    for (i, (name, size, values)) in rows.iter().enumerate() {
-        let class = if i == 0 { " class=\"run\"" } else { "" };
-        let _ = write!(out, "<tr{class}><td>{}</td><td>{}</td>", esc(name), esc(size));
-        for v in values {
-            let _ = write!(out, "<td>{v}</td>");
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
-}
-
-/// Grouped bars per task: this run, the majority baseline and the best
-/// published score, as inline SVG.
+/// Grouped bars per task on a 0-100 score axis: this run, the majority
+/// baseline and the best published score, as inline SVG.
 fn chart(report: &Report) -> String {
-    let (w, h, top) = (760.0, 240.0, 20.0);
-    let group = w / 8.0;
+    let frame = Chart { width: 760.0, ..Chart::DEFAULT };
+    let group = (frame.width - frame.left) / Task::ALL.len() as f64;
     let bar = group / 4.0;
-    let y = |v: f64| top + (h - top) * (1.0 - v / 100.0);
-    let mut svg = format!("<svg viewBox=\"0 0 {w} {}\" width=\"{w}\" role=\"img\" aria-label=\"scores per task\">", h + 24.0);
+    let mut svg = frame.open("scores per task");
+    frame.axes(&mut svg, 100.0, "score", "task");
     for (i, task) in Task::ALL.iter().enumerate() {
-        let x0 = i as f64 * group + bar / 2.0;
+        let x0 = frame.left + i as f64 * group + bar / 2.0;
         let line = report.tasks.iter().find(|l| l.task == *task);
         let best = PAPER_SCORES.iter().map(|p| p.values[i]).fold(0.0, f64::max);
         let bars = [
@@ -191,13 +166,13 @@ fn chart(report: &Report) -> String {
         ];
         for (j, (v, color, what)) in bars.iter().enumerate() {
             if let Some(v) = v {
-                let x = x0 + j as f64 * bar;
+                let y = frame.y(*v, 100.0);
                 let _ = write!(
                     svg,
-                    "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{} {what}: {v:.2}</title></rect>",
-                    y(*v),
+                    "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{} {what}: {v:.2}</title></rect>",
+                    x0 + j as f64 * bar,
                     bar - 2.0,
-                    h - y(*v),
+                    frame.bottom_y() - y,
                     task.code()
                 );
             }
@@ -206,7 +181,7 @@ fn chart(report: &Report) -> String {
             svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
             x0 + 1.5 * bar,
-            h + 16.0,
+            frame.bottom_y() + 16.0,
             task.code()
         );
     }
@@ -216,22 +191,18 @@ fn chart(report: &Report) -> String {
 
 /// The report as one HTML page with no outside resources.
 pub fn html(report: &Report) -> String {
-    let mut out = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>some report</title><style>\
-body{font-family:system-ui,sans-serif;margin:2em;color:#1a202c}table{border-collapse:collapse;margin-bottom:1.5em}\
-td,th{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}td:first-child{text-align:left}\
-tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.legend{font-size:90%}</style></head><body>",
-    );
-    let _ = write!(out, "<h1>Run {}</h1>", esc(report.spec.run_id.as_str()));
+    let mut out =
+        format!("<!doctype html><html><head><meta charset=\"utf-8\"><title>some report</title><style>{STYLE}</style></head><body>");
+    let _ = write!(out, "<h1>Run {}</h1>", escape(report.spec.run_id.as_str()));
     for caveat in report.caveats() {
-        let _ = write!(out, "<p><strong>Note:</strong> {}</p>", esc(&caveat));
+        let _ = write!(out, "<p><strong>Note:</strong> {}</p>", escape(&caveat));
     }
     out.push_str(&chart(report));
-    html_table(&mut out, "Scores (the paper's Table 3)", &table_rows(report, |l| l.score, true, &PAPER_SCORES));
+    table("Scores (the paper's Table 3)", table_rows(report, |l| l.score, true, &PAPER_SCORES)).html(&mut out);
     if let Some(note) = solvers_note(report) {
-        let _ = write!(out, "<p class=\"legend\">{}</p>", esc(&note));
+        let _ = write!(out, "<p class=\"legend\">{}</p>", escape(&note));
     }
-    html_table(&mut out, "Task completion rate, % (the paper's Table 4)", &table_rows(report, |l| l.tcr, false, &PAPER_TCR));
-    let _ = write!(out, "<h2>Summary</h2><pre>{}</pre></body></html>", esc(&text(report)));
+    table("Task completion rate, % (the paper's Table 4)", table_rows(report, |l| l.tcr, false, &PAPER_TCR)).html(&mut out);
+    let _ = write!(out, "<h2>Summary</h2><pre>{}</pre></body></html>", escape(&text(report)));
     out
 }
