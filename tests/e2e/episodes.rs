@@ -126,6 +126,8 @@ fn scripted_replies_drive_the_loop_the_client_and_the_scores() {
     let report = some(&lake, &[], &["report", &id]).ok().stdout;
     assert!(report.contains("queries: 4 of 4 have a final result"), "{report}");
     assert!(report.contains("paper: Qwen3-8B"), "{report}");
+    // Every episode called tools before answering: none counts as a guess.
+    assert!(report.contains("final answers given with no tool call (scored above as guesses): UEA 0 of 4"), "{report}");
     assert!(report.contains("random baseline") && report.contains("16.67"), "{report}");
     // Four UEA queries judged by the agent's own model: the report says what that means.
     assert!(report.contains("note: smoke test: 4 queries in the smallest task"), "{report}");

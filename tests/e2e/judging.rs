@@ -29,6 +29,8 @@ fn a_second_judging_goes_through_the_queue_and_reads_beside_the_first() {
 
     // The agent's endpoint answers "是" to the SMQ judge too: no rating, 0.
     let primary = some(&lake, &[], &["report", &run.id]).ok().stdout;
+    // The scripted agent answers at once: every answer is a guess, and the report says so.
+    assert!(primary.contains("final answers given with no tool call (scored above as guesses): UBP 10 of 10, SMQ 10 of 10"), "{primary}");
     let judge = generous();
     let judged = some(
         &lake,

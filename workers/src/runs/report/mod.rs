@@ -37,6 +37,11 @@ pub struct TaskLine {
     pub score: Option<f64>,
     /// Task completion rate, %.
     pub tcr: Option<f64>,
+    /// Final results whose episode made no tool call: answers from the
+    /// prompt alone, guessed whatever they scored.
+    pub tool_free: usize,
+    /// Their mean score, 0-100.
+    pub tool_free_score: Option<f64>,
     /// Baselines over the run's queries of the task.
     pub baseline: Option<Baseline>,
     /// The majority-class baseline over every labelled query of the task in
@@ -143,6 +148,7 @@ pub fn summarize(
         }
         let done: Vec<_> = planned.iter().filter_map(|q| finals.get(*q)).collect();
         let mean = |f: &dyn Fn(&FinalResult) -> f64| (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64);
+        let tool_free: Vec<f64> = done.iter().filter(|r| r.episode.tool_calls == 0).map(|r| r.score.score).collect();
         let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(*q).and_then(|l| l.as_deref())).collect();
         let lake_labels = labels.iter().filter(|(q, _)| q.task() == Some(task)).filter_map(|(_, l)| l.as_deref());
         tasks.push(TaskLine {
@@ -151,6 +157,8 @@ pub fn summarize(
             done: done.len(),
             score: mean(&|r| r.score.score),
             tcr: mean(&|r| if r.score.completed { 100.0 } else { 0.0 }),
+            tool_free: tool_free.len(),
+            tool_free_score: (!tool_free.is_empty()).then(|| tool_free.iter().sum::<f64>() / tool_free.len() as f64),
             baseline: baselines(task, task_labels),
             lake_majority: baselines(task, lake_labels).map(|b| b.majority),
         });

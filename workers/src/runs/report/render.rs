@@ -34,6 +34,11 @@ fn table_rows(
     let mut rows = vec![("this run: ".to_string() + &report.spec.model, "".into(), with_avg(per_task(&|t| line(t).and_then(value))))];
     if with_baselines {
         rows.push((
+            "this run, answers with no tool call".into(),
+            "".into(),
+            with_avg(per_task(&|t| line(t).and_then(|l| l.tool_free_score))),
+        ));
+        rows.push((
             "random baseline".into(),
             "".into(),
             with_avg(per_task(&|t| line(t).and_then(|l| l.baseline.as_ref()).map(|b| b.random))),
@@ -72,6 +77,13 @@ fn table(title: &str, rows: Vec<(String, String, Vec<String>)>) -> Table {
         left: vec![0],
         highlight: Some(0),
     }
+}
+
+/// How many final answers used no tool at all, per task: their scores are
+/// guesses from the prompt, however high.
+fn tool_free_note(report: &Report) -> String {
+    let counts: Vec<String> = report.tasks.iter().map(|l| format!("{} {} of {}", l.task.code(), l.tool_free, l.done)).collect();
+    format!("final answers given with no tool call (scored above as guesses): {}", counts.join(", "))
 }
 
 /// What the solver rows are computed over, when there are any.
@@ -127,8 +139,9 @@ pub fn text(report: &Report) -> String {
         );
     }
     table("Scores (the paper's Table 3)", table_rows(report, |l| l.score, true, &PAPER_SCORES)).text(&mut out);
+    let _ = writeln!(out, "\n{}", tool_free_note(report));
     if let Some(note) = solvers_note(report) {
-        let _ = writeln!(out, "\n{note}");
+        let _ = writeln!(out, "{note}");
     }
     table("Task completion rate, % (the paper's Table 4)", table_rows(report, |l| l.tcr, false, &PAPER_TCR)).text(&mut out);
     out.push('\n');
@@ -199,6 +212,7 @@ pub fn html(report: &Report) -> String {
     }
     out.push_str(&chart(report));
     table("Scores (the paper's Table 3)", table_rows(report, |l| l.score, true, &PAPER_SCORES)).html(&mut out);
+    let _ = write!(out, "<p class=\"legend\">{}</p>", escape(&tool_free_note(report)));
     if let Some(note) = solvers_note(report) {
         let _ = write!(out, "<p class=\"legend\">{}</p>", escape(&note));
     }
