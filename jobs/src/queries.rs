@@ -1,8 +1,8 @@
 //! Reads the SoMe query files (`datasets/<task folder>/ground_truth.json`)
 //! into [`QueryRow`]s.
 //!
-//! Each task has its own file shape (see the reference §5.1); every shape is
-//! checked field by field, so a wrong type or an unknown label is an error
+//! Each task's definition names its file shape ([`QueryFormat`]); every
+//! shape is checked field by field, so a wrong type or an unknown label is an error
 //! that names the file and the key path rather than a silently odd query.
 
 use std::path::{Path, PathBuf};
@@ -12,12 +12,7 @@ use some_schemas::{QueryId, QueryRow, Task, Timestamp};
 
 use crate::error::InputError;
 use crate::json::{read_json, type_name};
-
-/// The labels of each classification task, as the release spells them.
-pub const YES_NO: &[&str] = &["是", "否"];
-pub const MID_LABELS: &[&str] = &["true", "half", "false"];
-pub const EMOTIONS: &[&str] = &["积极", "愤怒", "悲伤", "恐惧", "惊奇", "无情绪"];
-pub const UBP_ACTIONS: &[&str] = &["like", "comment", "repost"];
+use crate::tasks::{QueryFormat, task_def};
 
 /// The query file of one task folder: `ground_truth.json` or its zstd form.
 pub fn query_file(folder: &Path) -> Option<PathBuf> {
@@ -57,23 +52,11 @@ pub fn read_task_file(task: Task, path: &Path) -> Result<Vec<QueryRow>, InputErr
     read_task_json(task, path, &read_json(path)?)
 }
 
-/// The query files compiled into the binary (`datasets/some`), so a fresh
-/// machine can run the benchmark without the repository.
-const BUNDLED: [(Task, &[u8]); 8] = [
-    (Task::Red, include_bytes!("../../datasets/some/realtime_event_detection/ground_truth.json.zst")),
-    (Task::Ses, include_bytes!("../../datasets/some/streaming_event_summary/ground_truth.json.zst")),
-    (Task::Mid, include_bytes!("../../datasets/some/misinformation_detection/ground_truth.json.zst")),
-    (Task::Ubp, include_bytes!("../../datasets/some/user_behavior_prediction/ground_truth.json.zst")),
-    (Task::Uea, include_bytes!("../../datasets/some/user_emotion_analysis/ground_truth.json.zst")),
-    (Task::Ucs, include_bytes!("../../datasets/some/user_comment_silmulation/ground_truth.json.zst")),
-    (Task::Mcr, include_bytes!("../../datasets/some/media_content_recommend/ground_truth.json.zst")),
-    (Task::Smq, include_bytes!("../../datasets/some/social_media_question_answering/ground_truth.json.zst")),
-];
-
 /// Reads the bundled copy of the release's query files.
 pub fn read_bundled() -> Result<Vec<QueryRow>, InputError> {
     let mut rows = Vec::new();
-    for (task, compressed) in BUNDLED {
+    for task in Task::ALL {
+        let compressed = task_def(task).bundled;
         let label = PathBuf::from(format!("<bundled>/{}/ground_truth.json", task.folder()));
         let bytes = zstd::decode_all(compressed).map_err(|e| InputError::new(&label, "", format!("corrupt bundled file: {e}")))?;
         let root = crate::json::parse_strict(&bytes).map_err(|e| crate::json::describe(&label, &e))?;
@@ -88,22 +71,26 @@ fn read_task_json(task: Task, path: &Path, root: &Value) -> Result<Vec<QueryRow>
         return Err(InputError::new(path, "the top level", "the file has no queries"));
     }
     let mut out = Rows { task, path, rows: Vec::new() };
-    match task {
-        Task::Red => top.iter().try_for_each(|(k, v)| out.red(k, v))?,
-        Task::Ses => top.iter().try_for_each(|(k, v)| out.ses(k, v))?,
-        Task::Mid => top.iter().try_for_each(|(k, v)| out.mid(k, v))?,
-        Task::Smq => top.iter().try_for_each(|(k, v)| out.smq(k, v))?,
-        Task::Ubp => {
+    match task_def(task).format {
+        QueryFormat::EventWindows => top.iter().try_for_each(|(k, v)| out.red(k, v))?,
+        QueryFormat::TopicSummaries => top.iter().try_for_each(|(k, v)| out.ses(k, v))?,
+        QueryFormat::Claims => top.iter().try_for_each(|(k, v)| out.mid(k, v))?,
+        QueryFormat::Questions => top.iter().try_for_each(|(k, v)| out.smq(k, v))?,
+        QueryFormat::UserActions { actions } => {
             for (action, users) in top {
-                if !UBP_ACTIONS.contains(&action.as_str()) {
-                    return Err(InputError::new(path, key(action), format!("unknown action; expected one of {UBP_ACTIONS:?}")));
+                if !actions.contains(&action.as_str()) {
+                    return Err(InputError::new(path, key(action), format!("unknown action; expected one of {actions:?}")));
                 }
                 for (uid, entries) in object(path, &key(action), users)? {
-                    out.user_entries(&format!("{action}/{uid}"), uid, entries, Some(action))?;
+                    // Comments and reposts carry their text under the action's name.
+                    let text = (action != "like").then_some(action.as_str());
+                    out.user_entries(&format!("{action}/{uid}"), uid, entries, Some(action), "label", text)?;
                 }
             }
         }
-        Task::Uea | Task::Ucs | Task::Mcr => top.iter().try_for_each(|(uid, entries)| out.user_entries(uid, uid, entries, None))?,
+        QueryFormat::UserEntries { label, text } => {
+            top.iter().try_for_each(|(uid, entries)| out.user_entries(uid, uid, entries, None, label, text))?
+        }
     }
     Ok(out.rows)
 }
@@ -205,7 +192,7 @@ impl Rows<'_> {
         let entry = object(self.path, &at, v)?;
         let claim = field(self.path, &at, entry, "claim")?;
         let label = field(self.path, &at, entry, "label")?;
-        one_of(self.path, &format!("{at}.label"), label, MID_LABELS)?;
+        one_of(self.path, &format!("{at}.label"), label, task_def(self.task).labels().unwrap_or_default())?;
         self.push(k, 0, v, |r| {
             r.claim = Some(claim.to_string());
             r.label = Some(label.to_string());
@@ -227,8 +214,17 @@ impl Rows<'_> {
         Ok(())
     }
 
-    /// The per-user lists of UBP, UEA, UCS and MCR.
-    fn user_entries(&mut self, source_key: &str, uid: &str, entries: &Value, action: Option<&str>) -> Result<(), InputError> {
+    /// A per-user list of entries: the post, its label under `label_field`
+    /// and, for some tasks, a text under `text_field`.
+    fn user_entries(
+        &mut self,
+        source_key: &str,
+        uid: &str,
+        entries: &Value,
+        action: Option<&str>,
+        label_field: &str,
+        text_field: Option<&str>,
+    ) -> Result<(), InputError> {
         let at = key(source_key);
         let list = entries
             .as_array()
@@ -236,20 +232,13 @@ impl Rows<'_> {
         if uid.is_empty() || !uid.bytes().all(|b| b.is_ascii_digit()) {
             return Err(InputError::new(self.path, &at, "expected a numeric user id as the key"));
         }
+        let allowed = task_def(self.task).labels().unwrap_or_default();
         for (i, entry_value) in list.iter().enumerate() {
             let at = format!("{at}[{i}]");
             let entry = object(self.path, &at, entry_value)?;
             let post_id = field(self.path, &at, entry, "weibo_id")?;
-            let (label, comment) = match (self.task, action) {
-                (Task::Uea, _) => (field(self.path, &at, entry, "emotion")?, None),
-                (Task::Ucs, _) => (field(self.path, &at, entry, "label")?, Some(field(self.path, &at, entry, "comment")?)),
-                (Task::Ubp, Some(a @ ("comment" | "repost"))) => {
-                    (field(self.path, &at, entry, "label")?, Some(field(self.path, &at, entry, a)?))
-                }
-                _ => (field(self.path, &at, entry, "label")?, None),
-            };
-            let allowed = if self.task == Task::Uea { EMOTIONS } else { YES_NO };
-            let label_field = if self.task == Task::Uea { "emotion" } else { "label" };
+            let label = field(self.path, &at, entry, label_field)?;
+            let comment = text_field.map(|name| field(self.path, &at, entry, name)).transpose()?;
             one_of(self.path, &format!("{at}.{label_field}"), label, allowed)?;
             self.push(source_key, i as i32, entry_value, |r| {
                 r.uid = Some(uid.to_string());
@@ -280,6 +269,52 @@ pub fn smq_subject(question: &str) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a task is made of, read off the registry: a new task shows up
+    /// here with its definition, prompt, tools and bundled queries
+    /// in its query format, or this fails naming what it lacks.
+    #[test]
+    fn every_task_of_the_registry_has_its_definition_prompt_tools_and_queries() {
+        let queries = read_bundled().unwrap();
+        for task in Task::ALL {
+            let def = task_def(task);
+            assert_eq!(def.task, task, "task_def({task}) is another task's definition");
+            assert!(!def.system_prompt_template().trim().is_empty(), "{task}: empty system prompt");
+            assert!(!def.tools.is_empty(), "{task}: no tools");
+            let n = queries.iter().filter(|q| q.task == task).count();
+            assert!(n > 0, "{task}: no bundled query");
+            eprintln!("{task}: version {}, {} tools, {n} queries, {}", def.version, def.tools.len(), task.folder());
+        }
+    }
+
+    #[test]
+    fn every_real_query_renders() {
+        let queries = read_bundled().unwrap();
+        let post = r#"{"内容": "周末见🔥", "发布时间": "2024-11-19 23:24", "转发量": 405411}"#;
+        for q in &queries {
+            let def = task_def(q.task);
+            let message = def.user_message(q, Some(post)).unwrap();
+            assert!(!message.is_empty());
+        }
+        let ubp = queries.iter().find(|q| q.task == Task::Ubp && q.action.as_deref() == Some("repost")).unwrap();
+        let def = task_def(Task::Ubp);
+        assert!(def.system_prompt(ubp).contains("进行转发"));
+        assert_eq!(
+            def.user_message(ubp, Some(post)).unwrap(),
+            format!(
+                "请判断ID为{}的用户是否对帖子```{{\"内容\": \"周末见🔥\", \"发布时间\": \"2024-11-19 23:24\", \"转发量\": 405411}}```进行转发。",
+                ubp.uid.as_deref().unwrap()
+            )
+        );
+        let red = queries.iter().find(|q| q.source_key == "2025-06-01 00:00:00_2025-06-01 01:00:00_新疆").unwrap();
+        assert_eq!(
+            task_def(Task::Red).user_message(red, None).unwrap(),
+            "请给出从2025-06-01 00:00:00到2025-06-01 01:00:00，在社交媒体上讨论的发生在新疆的事件。"
+        );
+        assert_eq!(crate::tasks::tools_in_use().len(), 8);
+        let err = task_def(Task::Mcr).user_message(queries.iter().find(|q| q.task == Task::Mcr).unwrap(), None).unwrap_err();
+        assert!(err.contains("is not in ref_posts"), "{err}");
+    }
 
     fn write(dir: &Path, task: Task, text: &str) -> PathBuf {
         let folder = dir.join(task.folder());

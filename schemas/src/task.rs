@@ -98,7 +98,7 @@ impl Task {
     pub fn scoring(self) -> Scoring {
         match self {
             Task::Red | Task::Ses | Task::Smq => Scoring::Judge,
-            _ => Scoring::Label,
+            Task::Mid | Task::Ubp | Task::Uea | Task::Ucs | Task::Mcr => Scoring::Label,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, Grounding, TaskDef, need};
+use super::{Evaluation, Grounding, QueryFormat, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -11,11 +11,13 @@ pub static DEF: TaskDef = TaskDef {
     system_prompt: include_str!("../../prompts/tasks/mid.txt"),
     tools: &[&tools::KNOWLEDGE_RETRIEVE],
     evaluation: Evaluation::Label {
-        labels: crate::queries::MID_LABELS,
+        labels: super::MID_LABELS,
         extraction_prompt: include_str!("../../prompts/eval/extract_mid.txt"),
         read_label: mid_label,
     },
     grounding: Grounding::KnowledgeBase,
+    format: QueryFormat::Claims,
+    bundled: include_bytes!("../../../datasets/some/misinformation_detection/ground_truth.json.zst"),
     user_message,
 };
 

@@ -1,7 +1,8 @@
 //! The eight tasks, one file each: the system prompt, the tools (typed, so
 //! a misspelt tool fails to compile), the user message built from a query,
-//! and how answers are scored (labels and their extraction prompt, or judge
-//! dimensions and the judge prompt). [`task_def`] is the registry: an
+//! how answers are scored (labels and their extraction prompt, or judge
+//! dimensions and the judge prompt), what the world must hold to answer a
+//! query, and the shape of the task's query file. [`task_def`] is the registry: an
 //! exhaustive match, so a task without a definition fails to compile.
 //!
 //! System prompts live in `prompts/tasks/<task>.txt`: written for this
@@ -51,6 +52,11 @@ pub struct TaskDef {
     pub evaluation: Evaluation,
     /// What the world must hold for a query of the task to be answerable.
     pub grounding: Grounding,
+    /// How the task's query file is laid out.
+    pub format: QueryFormat,
+    /// The release's query file (`datasets/some/<folder>/ground_truth.json`,
+    /// zstd), compiled in so a fresh machine runs without the repository.
+    pub bundled: &'static [u8],
     user_message: fn(&QueryRow, Option<&str>) -> Result<String, String>,
 }
 
@@ -70,6 +76,31 @@ pub enum Grounding {
     /// The query's user (profile and timeline) and its referenced post.
     UserAndPost,
 }
+
+/// The shape of a task's `ground_truth.json` (reference §5.1); `queries`
+/// reads each shape field by field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryFormat {
+    /// `"<start>_<end>_<location>": [{标题, 摘要, 时间, 地点}, ...]`
+    EventWindows,
+    /// `"<topic keywords>": "<reference summary>"`
+    TopicSummaries,
+    /// `"<id>.json": {"claim": ..., "label": ...}`
+    Claims,
+    /// `"<question>": "<answer>"`, the question naming a user or a topic.
+    Questions,
+    /// `{"<action>": {"<uid>": [{weibo_id, label, <action text>?}]}}`: the
+    /// comment and repost entries carry the text under the action's name.
+    UserActions { actions: &'static [&'static str] },
+    /// `{"<uid>": [{weibo_id, <label>, <text>?}]}`
+    UserEntries { label: &'static str, text: Option<&'static str> },
+}
+
+/// The labels of each classification task, as the release spells them.
+pub const YES_NO: &[&str] = &["是", "否"];
+pub const MID_LABELS: &[&str] = &["true", "half", "false"];
+pub const EMOTIONS: &[&str] = &["积极", "愤怒", "悲伤", "恐惧", "惊奇", "无情绪"];
+pub const UBP_ACTIONS: &[&str] = &["like", "comment", "repost"];
 
 /// A system prompt template filled in for `query` (UBP's action word).
 pub fn system_prompt_for(template: &str, query: &QueryRow) -> String {
@@ -148,55 +179,6 @@ pub fn tools_in_use() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queries::read_bundled;
-
-    /// What a task is made of, read off the registry: a new task shows up
-    /// here with its definition, prompt, tools and bundled queries, or
-    /// this fails naming what it lacks.
-    #[test]
-    fn every_task_of_the_registry_has_its_definition_prompt_tools_and_queries() {
-        let queries = read_bundled().unwrap();
-        for task in Task::ALL {
-            let def = task_def(task);
-            assert_eq!(def.task, task, "task_def({task}) is another task's definition");
-            assert!(!def.system_prompt.trim().is_empty(), "{task}: empty system prompt");
-            assert!(!def.tools.is_empty(), "{task}: no tools");
-            let data = crate::bundled_datasets_dir().join(task.folder()).join("ground_truth.json.zst");
-            assert!(data.is_file(), "{task}: no query data at {}", data.display());
-            let n = queries.iter().filter(|q| q.task == task).count();
-            assert!(n > 0, "{task}: no bundled query");
-            eprintln!("{task}: version {}, {} tools, {n} queries, {}", def.version, def.tools.len(), task.folder());
-        }
-    }
-
-    #[test]
-    fn every_real_query_renders() {
-        let queries = read_bundled().unwrap();
-        let post = r#"{"内容": "周末见🔥", "发布时间": "2024-11-19 23:24", "转发量": 405411}"#;
-        for q in &queries {
-            let def = task_def(q.task);
-            let message = def.user_message(q, Some(post)).unwrap();
-            assert!(!message.is_empty());
-        }
-        let ubp = queries.iter().find(|q| q.task == Task::Ubp && q.action.as_deref() == Some("repost")).unwrap();
-        let def = task_def(Task::Ubp);
-        assert!(def.system_prompt(ubp).contains("进行转发"));
-        assert_eq!(
-            def.user_message(ubp, Some(post)).unwrap(),
-            format!(
-                "请判断ID为{}的用户是否对帖子```{{\"内容\": \"周末见🔥\", \"发布时间\": \"2024-11-19 23:24\", \"转发量\": 405411}}```进行转发。",
-                ubp.uid.as_deref().unwrap()
-            )
-        );
-        let red = queries.iter().find(|q| q.source_key == "2025-06-01 00:00:00_2025-06-01 01:00:00_新疆").unwrap();
-        assert_eq!(
-            task_def(Task::Red).user_message(red, None).unwrap(),
-            "请给出从2025-06-01 00:00:00到2025-06-01 01:00:00，在社交媒体上讨论的发生在新疆的事件。"
-        );
-        assert_eq!(tools_in_use().len(), 8);
-        let err = task_def(Task::Mcr).user_message(queries.iter().find(|q| q.task == Task::Mcr).unwrap(), None).unwrap_err();
-        assert!(err.contains("is not in ref_posts"), "{err}");
-    }
 
     #[test]
     fn unknown_task_and_tool_names_are_errors_and_every_task_resolves_its_tools() {

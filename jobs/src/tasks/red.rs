@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, Grounding, TaskDef, need};
+use super::{Evaluation, Grounding, QueryFormat, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -15,6 +15,8 @@ pub static DEF: TaskDef = TaskDef {
         judge_prompt: include_str!("../../prompts/eval/judge_red.txt"),
     },
     grounding: Grounding::Stream,
+    format: QueryFormat::EventWindows,
+    bundled: include_bytes!("../../../datasets/some/realtime_event_detection/ground_truth.json.zst"),
     user_message,
 };
 

@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, Grounding, TaskDef, need};
+use super::{Evaluation, Grounding, QueryFormat, TaskDef, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -12,6 +12,8 @@ pub static DEF: TaskDef = TaskDef {
     tools: &[&tools::USER_SEARCH, &tools::DATA_FOLDER, &tools::TOPIC_SEARCH, &tools::POST_RETRIEVE],
     evaluation: Evaluation::Judged { dimensions: &["accuracy"], judge_prompt: include_str!("../../prompts/eval/judge_smq.txt") },
     grounding: Grounding::UserOrTopic,
+    format: QueryFormat::Questions,
+    bundled: include_bytes!("../../../datasets/some/social_media_question_answering/ground_truth.json.zst"),
     user_message,
 };
 

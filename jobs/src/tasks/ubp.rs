@@ -2,8 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, Grounding, TaskDef, embedded_post, need, yes_no};
-use crate::queries::YES_NO;
+use super::{Evaluation, Grounding, QueryFormat, TaskDef, UBP_ACTIONS, YES_NO, embedded_post, need, yes_no};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -17,6 +16,8 @@ pub static DEF: TaskDef = TaskDef {
         read_label: yes_no,
     },
     grounding: Grounding::UserAndPost,
+    format: QueryFormat::UserActions { actions: UBP_ACTIONS },
+    bundled: include_bytes!("../../../datasets/some/user_behavior_prediction/ground_truth.json.zst"),
     user_message,
 };
 

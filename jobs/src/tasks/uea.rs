@@ -2,7 +2,7 @@
 
 use some_schemas::{QueryRow, Task, queries};
 
-use super::{Evaluation, Grounding, TaskDef, embedded_post, need};
+use super::{Evaluation, Grounding, QueryFormat, TaskDef, embedded_post, need};
 use crate::tools;
 
 pub static DEF: TaskDef = TaskDef {
@@ -11,11 +11,13 @@ pub static DEF: TaskDef = TaskDef {
     system_prompt: include_str!("../../prompts/tasks/uea.txt"),
     tools: &[&tools::USER_SEARCH, &tools::DATA_FOLDER],
     evaluation: Evaluation::Label {
-        labels: crate::queries::EMOTIONS,
+        labels: super::EMOTIONS,
         extraction_prompt: include_str!("../../prompts/eval/extract_uea.txt"),
         read_label: emotion,
     },
     grounding: Grounding::UserAndPost,
+    format: QueryFormat::UserEntries { label: "emotion", text: None },
+    bundled: include_bytes!("../../../datasets/some/user_emotion_analysis/ground_truth.json.zst"),
     user_message,
 };
 
