@@ -7,7 +7,7 @@
 mod paper;
 mod render;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use some_jobs::agent::Transcript;
 use some_jobs::agent::analysis::{ChainFailure, first_chain_failure, tool_calling_hallucination};
@@ -82,8 +82,13 @@ pub struct Report {
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub judge_calls: i64,
-    /// No-LLM solvers over all of the lake's labelled queries.
+    /// No-LLM solvers over the lake's labelled queries whose data the lake
+    /// holds (a query whose user or stream is absent reads at chance and
+    /// says nothing about the world).
     pub solvers: Vec<SolverScore>,
+    /// Labelled queries of the lake left out of the solver rows because the
+    /// lake does not hold their data.
+    pub solvers_ungrounded: usize,
 }
 
 impl Report {
@@ -117,12 +122,24 @@ pub async fn build(lake: &Lake, run_id: &RunId, judging: &str) -> Result<Report>
     let queries = read_queries(lake).await?;
     let labels: HashMap<QueryId, Option<String>> = queries.iter().map(|q| (q.query_id.clone(), q.label.clone())).collect();
     let mut report = summarize(record.spec, judging, record.cancelled, &rows, &labels);
-    report.solvers = solver_scores(lake, &queries).await?;
+    let (grounded, ungrounded) = grounded_labelled(lake, queries).await?;
+    report.solvers = solver_scores(lake, &grounded).await?;
+    report.solvers_ungrounded = ungrounded;
     Ok(report)
 }
 
-/// The no-LLM solvers over every labelled query of the lake (not only the
-/// run's): the cheats, and the oracle reader of the synthetic world.
+/// The lake's labelled queries whose data the lake holds (by the rule
+/// `some check` applies), and how many labelled ones it does not.
+async fn grounded_labelled(lake: &Lake, queries: Vec<QueryRow>) -> Result<(Vec<QueryRow>, usize)> {
+    let coverage = crate::world::check::check_coverage(lake, false).await?;
+    let missing: HashSet<&QueryId> = coverage.tasks.values().flat_map(|t| t.missing.iter().map(|(id, _)| id)).collect();
+    let (grounded, ungrounded): (Vec<QueryRow>, Vec<QueryRow>) =
+        queries.into_iter().filter(|q| q.label.is_some()).partition(|q| !missing.contains(&q.query_id));
+    Ok((grounded, ungrounded.len()))
+}
+
+/// The no-LLM solvers over `queries` (not only the run's): the cheats, and
+/// the oracle reader of the synthetic world.
 pub async fn solver_scores(lake: &Lake, queries: &[QueryRow]) -> Result<Vec<SolverScore>> {
     let sources = crate::world::solver_sources(lake).await?;
     let mut solvers: Vec<&dyn Solver> = cheats::all().to_vec();
@@ -194,5 +211,40 @@ pub fn summarize(
         completion_tokens,
         judge_calls,
         solvers: Vec::new(),
+        solvers_ungrounded: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::lake::LakeLocation;
+    use some_jobs::progress::NoProgress;
+    use some_jobs::queries::read_bundled;
+    use some_jobs::synth::{Scale, SynthConfig, World};
+
+    use super::*;
+    use crate::world::{ingest_queries, write_world};
+
+    /// A world planned for a few queries answers only those: the solver
+    /// rows leave the rest out rather than score them at chance.
+    #[tokio::test]
+    async fn solver_rows_leave_out_the_queries_whose_data_the_lake_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
+        let all = read_bundled().unwrap();
+        let chosen: Vec<QueryRow> = all.iter().filter(|q| q.task == Task::Uea).take(5).cloned().collect();
+        ingest_queries(&lake, all).await.unwrap();
+        let world = World::plan(&chosen, SynthConfig { scale: Scale::Small, seed: 0 }).unwrap();
+        write_world(&lake, Arc::new(world), None, false, &NoProgress).await.unwrap();
+
+        let (grounded, ungrounded) = grounded_labelled(&lake, read_queries(&lake).await.unwrap()).await.unwrap();
+        let uea: HashSet<&QueryId> = grounded.iter().filter(|q| q.task == Task::Uea).map(|q| &q.query_id).collect();
+        assert_eq!(uea, chosen.iter().map(|q| &q.query_id).collect(), "only the planned UEA queries are grounded");
+        assert!(grounded.iter().all(|q| q.label.is_some()));
+        let labelled = read_bundled().unwrap().iter().filter(|q| q.label.is_some()).count();
+        assert_eq!(grounded.len() + ungrounded, labelled);
+        assert!(ungrounded > 1000, "{ungrounded} left out");
     }
 }

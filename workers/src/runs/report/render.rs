@@ -93,8 +93,13 @@ fn solvers_note(report: &Report) -> Option<String> {
         .iter()
         .filter_map(|t| report.solvers.iter().find(|s| s.task == *t).map(|s| format!("{} {}", t.code(), s.queries)))
         .collect();
+    let left_out = match report.solvers_ungrounded {
+        0 => String::new(),
+        n => format!("; {n} labelled queries whose data the lake does not hold are left out"),
+    };
     Some(format!(
-        "cheat and oracle rows use no LLM and read what the tools show, over every labelled query of the lake ({}); a yes/no cheat is scored at its best threshold",
+        "cheat and oracle rows use no LLM and read what the tools show, over the labelled queries whose data the lake holds ({}){left_out}; \
+         a yes/no cheat is scored at its best threshold",
         counts.join(", ")
     ))
 }
