@@ -1,9 +1,12 @@
 //! Test doubles shared by unit tests, the end-to-end tests and the benches,
-//! so each is written once: a chat model that answers from a script. Never
-//! used by a command; the real models are in `workers`.
+//! so each is written once: a chat model that answers from a script, and a
+//! final episode row to fill the lake with. Never used by a command; the
+//! real models are in `workers`.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+
+use some_schemas::{Attempt, EpisodeRow, Task, Timestamp};
 
 use crate::chat::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
 
@@ -81,5 +84,34 @@ impl ChatModel for ScriptedModel {
         }
         let next = self.replies.lock().ok().and_then(|mut r| r.pop_front());
         next.unwrap_or_else(|| (self.then)(request))
+    }
+}
+
+/// A final, answered SMQ episode of `run` for `query` with no tool call and
+/// zero counts: the row lake and results tests vary one field of.
+pub fn answered_episode(run: &str, query: &str, episode: &str) -> EpisodeRow {
+    EpisodeRow {
+        query_id: query.into(),
+        task: Task::Smq,
+        attempt: Attempt(1),
+        episode_id: episode.into(),
+        is_final: true,
+        status: "answered".into(),
+        answer: Some("a".into()),
+        model: "m".into(),
+        protocol: "text".into(),
+        llm_calls: 1,
+        tool_calls: 0,
+        tool_errors: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cached_prompt_tokens: None,
+        latency_ms: 0,
+        started_at: Timestamp(0),
+        finished_at: Timestamp(0),
+        worker: "w".into(),
+        transcript: "{}".into(),
+        error: None,
+        run_id: run.into(),
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use some_jobs::progress::NoProgress;
 use some_jobs::synth::{Scale, SynthConfig, World};
-use some_jobs::tools::{KnowledgeIndex, MemoryBackend, WorldBackend};
+use some_jobs::tools::{KnowledgeIndex, MemoryBackend, StreamWindow, WorldBackend};
 use some_schemas::{PostRow, PostSource, Timestamp};
 use some_workers::world::{LakeBackend, write_world};
 use some_workers::{Lake, LakeLocation};
@@ -59,10 +59,14 @@ async fn streams_are_cut_by_location_day_and_window(b: &dyn WorldBackend, t: &Tr
             && p.bucket == first.bucket
     });
     assert!(!want.is_empty());
-    assert_eq!(b.stream_posts(&area, day, start, end).await.unwrap(), Some(want), "{area} {day}");
+    assert_eq!(b.stream_posts(StreamWindow { location: &area, day, start, end }).await.unwrap(), Some(want), "{area} {day}");
     let before = Timestamp(start.0 - 86_400 * 400);
-    assert_eq!(b.stream_posts(&area, day, before, Timestamp(before.0 + 1)).await.unwrap(), Some(Vec::new()), "an empty window");
-    assert_eq!(b.stream_posts("无此地", day, start, end).await.unwrap(), None, "no stream");
+    assert_eq!(
+        b.stream_posts(StreamWindow { location: &area, day, start: before, end: Timestamp(before.0 + 1) }).await.unwrap(),
+        Some(Vec::new()),
+        "an empty window"
+    );
+    assert_eq!(b.stream_posts(StreamWindow { location: "无此地", day, start, end }).await.unwrap(), None, "no stream");
 }
 
 /// A topic's posts in file order; an unknown topic has none.

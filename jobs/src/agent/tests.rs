@@ -164,7 +164,7 @@ fn down() -> BackendError {
 
 #[async_trait::async_trait]
 impl crate::tools::WorldBackend for Unreadable {
-    async fn stream_posts(&self, _: &str, _: chrono::NaiveDate, _: Timestamp, _: Timestamp) -> Result<Option<Vec<PostRow>>, BackendError> {
+    async fn stream_posts(&self, _: crate::tools::StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError> {
         Err(down())
     }
     async fn topic_posts(&self, _: &str) -> Result<Vec<PostRow>, BackendError> {

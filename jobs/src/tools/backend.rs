@@ -17,6 +17,27 @@ use some_schemas::{KnowledgeRow, PostRow, PostSource, Timestamp, UserRow, bucket
 #[error("the world could not be read: {0}")]
 pub struct BackendError(pub String);
 
+/// One read of a location's stream: the posts of `location` on `day` with
+/// `start <= t < end`.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamWindow<'a> {
+    pub location: &'a str,
+    pub day: NaiveDate,
+    pub start: Timestamp,
+    pub end: Timestamp,
+}
+
+impl StreamWindow<'_> {
+    /// The `posts` bucket the day's stream is stored in.
+    pub fn bucket(&self) -> String {
+        buckets::raw(&self.day.format("%Y-%m-%d").to_string(), self.location)
+    }
+
+    pub fn contains(&self, t: Timestamp) -> bool {
+        t >= self.start && t < self.end
+    }
+}
+
 /// A post's address for vector lookups: its `posts` bucket and id.
 pub type PostKey = (String, String);
 
@@ -30,15 +51,9 @@ pub struct KnowledgeIndex {
 
 #[async_trait::async_trait]
 pub trait WorldBackend: Send + Sync {
-    /// The posts of `location`'s stream on `day` with `start <= t < end`,
-    /// in file order (`ordinal`); `None` if the lake has no stream for that day.
-    async fn stream_posts(
-        &self,
-        location: &str,
-        day: NaiveDate,
-        start: Timestamp,
-        end: Timestamp,
-    ) -> Result<Option<Vec<PostRow>>, BackendError>;
+    /// The window's posts in file order (`ordinal`); `None` if the lake has
+    /// no stream for that location and day.
+    async fn stream_posts(&self, window: StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError>;
     /// A topic's posts in file order; empty if there is no such topic.
     async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError>;
     async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError>;
@@ -66,24 +81,17 @@ pub struct MemoryBackend {
 
 #[async_trait::async_trait]
 impl WorldBackend for MemoryBackend {
-    async fn stream_posts(
-        &self,
-        location: &str,
-        day: NaiveDate,
-        start: Timestamp,
-        end: Timestamp,
-    ) -> Result<Option<Vec<PostRow>>, BackendError> {
-        let bucket = buckets::raw(&day.format("%Y-%m-%d").to_string(), location);
+    async fn stream_posts(&self, window: StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError> {
+        let bucket = window.bucket();
         let in_stream: Vec<&PostRow> = self
             .posts
             .iter()
-            .filter(|p| p.source == PostSource::Raw.as_str() && p.bucket == bucket && p.area.as_deref() == Some(location))
+            .filter(|p| p.source == PostSource::Raw.as_str() && p.bucket == bucket && p.area.as_deref() == Some(window.location))
             .collect();
         if in_stream.is_empty() {
             return Ok(None);
         }
-        let mut out: Vec<PostRow> =
-            in_stream.into_iter().filter(|p| p.published_at.is_some_and(|t| t >= start && t < end)).cloned().collect();
+        let mut out: Vec<PostRow> = in_stream.into_iter().filter(|p| p.published_at.is_some_and(|t| window.contains(t))).cloned().collect();
         out.sort_by(|a, b| (a.ordinal, &a.post_id).cmp(&(b.ordinal, &b.post_id)));
         Ok(Some(out))
     }

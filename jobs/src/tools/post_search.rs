@@ -11,7 +11,7 @@ use some_schemas::{PostRow, Timestamp};
 
 use super::folders::{FolderData, PostStyle, Record};
 use super::spec::{Param, ParamType, ToolSpec};
-use super::{Args, Folders, ToolContext, ToolError};
+use super::{Args, Folders, StreamWindow, ToolContext, ToolError};
 
 pub static SPEC: ToolSpec = ToolSpec {
     name: "post_search",
@@ -74,7 +74,7 @@ pub(super) async fn run(ctx: &ToolContext<'_>, folders: &mut Folders, args: &Arg
     let mut posts = Vec::new();
     let mut found = false;
     for day in days {
-        if let Some(day_posts) = ctx.backend.stream_posts(&location, day, start, end).await? {
+        if let Some(day_posts) = ctx.backend.stream_posts(StreamWindow { location: &location, day, start, end }).await? {
             found = true;
             posts.extend(day_posts);
         }

@@ -2,7 +2,8 @@
 //! the test of concurrent writers: `lake_writer LAKE RUN FIRST COUNT`
 //! commits episodes FIRST..FIRST+COUNT of run RUN, each on its own.
 
-use some_schemas::{Attempt, EpisodeRow, Task, Timestamp};
+use some_jobs::testing::answered_episode;
+use some_schemas::EpisodeRow;
 use some_workers::{Lake, LakeLocation};
 
 #[tokio::main(flavor = "current_thread")]
@@ -23,28 +24,5 @@ async fn main() {
 }
 
 fn episode(run: &str, i: u32) -> EpisodeRow {
-    EpisodeRow {
-        query_id: format!("q{i}").into(),
-        task: Task::Smq,
-        attempt: Attempt(1),
-        episode_id: format!("e{i}").into(),
-        is_final: true,
-        status: "answered".into(),
-        answer: Some("a".into()),
-        model: "m".into(),
-        protocol: "text".into(),
-        llm_calls: 1,
-        tool_calls: 0,
-        tool_errors: 0,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        cached_prompt_tokens: None,
-        latency_ms: 0,
-        started_at: Timestamp(0),
-        finished_at: Timestamp(0),
-        worker: format!("writer-{}", std::process::id()),
-        transcript: "{}".into(),
-        error: None,
-        run_id: run.into(),
-    }
+    EpisodeRow { worker: format!("writer-{}", std::process::id()), ..answered_episode(run, &format!("q{i}"), &format!("e{i}")) }
 }

@@ -185,6 +185,7 @@ async fn compact_table<R: Row + Send + 'static>(lake: &Lake, run_id: &RunId) -> 
 
 #[cfg(test)]
 mod tests {
+    use some_jobs::testing::answered_episode;
     use some_schemas::{PRIMARY_JUDGING, Timestamp};
 
     use super::*;
@@ -192,30 +193,7 @@ mod tests {
     use crate::runs::scoring::score_row;
 
     fn episode(query: &str, attempt: i32, id: &str, is_final: bool, finished: i64) -> EpisodeRow {
-        EpisodeRow {
-            query_id: query.into(),
-            task: Task::Smq,
-            attempt: Attempt(attempt),
-            episode_id: id.into(),
-            is_final,
-            status: "answered".into(),
-            answer: Some("a".into()),
-            model: "m".into(),
-            protocol: "text".into(),
-            llm_calls: 1,
-            tool_calls: 0,
-            tool_errors: 0,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            cached_prompt_tokens: None,
-            latency_ms: 0,
-            started_at: Timestamp(0),
-            finished_at: Timestamp(finished),
-            worker: "w".into(),
-            transcript: "{}".into(),
-            error: None,
-            run_id: "r".into(),
-        }
+        EpisodeRow { attempt: Attempt(attempt), is_final, finished_at: Timestamp(finished), ..answered_episode("r", query, id) }
     }
 
     fn score(episode: &EpisodeRow, judging: &str, score: f64, finished: i64) -> ScoreRow {

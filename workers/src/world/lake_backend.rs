@@ -12,10 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use chrono::NaiveDate;
 use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
-use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, WorldBackend};
+use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, StreamWindow, WorldBackend};
 use some_schemas::{
     EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts,
 };
@@ -147,21 +146,15 @@ impl LakeBackend {
 
 #[async_trait]
 impl WorldBackend for LakeBackend {
-    async fn stream_posts(
-        &self,
-        location: &str,
-        day: NaiveDate,
-        start: Timestamp,
-        end: Timestamp,
-    ) -> Result<Option<Vec<PostRow>>, BackendError> {
-        let bucket = buckets::raw(&day.format("%Y-%m-%d").to_string(), location);
+    async fn stream_posts(&self, window: StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError> {
+        let bucket = window.bucket();
         if !self.partition_exists(PostSource::Raw, &bucket).await? {
             return Ok(None);
         }
         let filter = partition(PostSource::Raw, &bucket)
-            .and(col(posts::area).eq(lit(location.to_string())))
-            .and(col(posts::published_at).gt_eq(ts(start)))
-            .and(col(posts::published_at).lt(ts(end)));
+            .and(col(posts::area).eq(lit(window.location.to_string())))
+            .and(col(posts::published_at).gt_eq(ts(window.start)))
+            .and(col(posts::published_at).lt(ts(window.end)));
         Ok(Some(self.rows(filter, file_order()).await?))
     }
 

@@ -106,24 +106,7 @@ pub async fn persona_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::persona::Profile;
-
-    fn sarah() -> Persona {
-        let mut p = crate::agent::test_model::persona(3, "a volunteer");
-        p.profile = Some(Profile {
-            name: "Sarah".into(),
-            age: 24,
-            gender: "Female".into(),
-            nationality: "Canadian".into(),
-            personality: "Compassionate".into(),
-            hobbies: "Running, Reading".into(),
-            history: "Sarah volunteers at animal shelters. She runs marathons for charity. She reads about dog behavior and training."
-                .into(),
-            preferences: "She shares rescue dog stories. She is open to discussions about dog training and running techniques.".into(),
-            knowledge: "Sarah knows dog behavior and clicker training. She knows proper running form.".into(),
-        });
-        p
-    }
+    use crate::agent::test_model::sarah;
 
     #[test]
     fn the_most_relevant_item_of_each_attribute_is_chosen() {

@@ -2,23 +2,17 @@
 //! plan's quotas, retries, de-duplication, knowledge and reflection.
 
 use super::*;
-use crate::agent::persona::Profile;
-use crate::agent::test_model::{Scripted, persona};
+use crate::agent::test_model::{self, Scripted};
 use some_jobs::chat::Message;
 
+/// Sarah with a shorter history and other preferences, which the turn's
+/// expected prompts quote.
 fn sarah() -> Persona {
-    let mut p = persona(3, "a volunteer who runs");
-    p.profile = Some(Profile {
-        name: "Sarah".into(),
-        age: 24,
-        gender: "Female".into(),
-        nationality: "Canadian".into(),
-        personality: "Compassionate".into(),
-        hobbies: "Running, Reading".into(),
-        history: "Sarah volunteers at the animal shelter. She runs marathons for charity.".into(),
-        preferences: "She shares rescue dog stories. She likes running gear reviews.".into(),
-        knowledge: "Sarah knows dog behavior and clicker training. She knows proper running form.".into(),
-    });
+    let mut p = test_model::sarah();
+    p.description = "a volunteer who runs".into();
+    let profile = p.profile.as_mut().expect("an enriched persona");
+    profile.history = "Sarah volunteers at the animal shelter. She runs marathons for charity.".into();
+    profile.preferences = "She shares rescue dog stories. She likes running gear reviews.".into();
     p
 }
 

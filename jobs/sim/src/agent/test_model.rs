@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use crate::agent::persona::{Persona, PersonaSource};
+use crate::agent::persona::{Persona, PersonaSource, Profile};
 use crate::platform::ids::AgentId;
 use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
 
@@ -44,6 +44,24 @@ impl ChatModel for Scripted {
             None => Err(ModelError::Permanent { endpoint: "scripted".into(), message: "the script has ended".into() }),
         }
     }
+}
+
+/// An enriched persona: Sarah, a volunteer with dogs and running in every
+/// attribute, so relevance has something to choose from.
+pub fn sarah() -> Persona {
+    let mut p = persona(3, "a volunteer");
+    p.profile = Some(Profile {
+        name: "Sarah".into(),
+        age: 24,
+        gender: "Female".into(),
+        nationality: "Canadian".into(),
+        personality: "Compassionate".into(),
+        hobbies: "Running, Reading".into(),
+        history: "Sarah volunteers at animal shelters. She runs marathons for charity. She reads about dog behavior and training.".into(),
+        preferences: "She shares rescue dog stories. She is open to discussions about dog training and running techniques.".into(),
+        knowledge: "Sarah knows dog behavior and clicker training. She knows proper running form.".into(),
+    });
+    p
 }
 
 /// A persona that is not enriched.
