@@ -75,6 +75,13 @@ ensure_knowledge() {
   python3 "$SOME_ROOT/infra/gen-knowledge.py" /usr/share/wordnet "$out" >&2
 }
 
+# Debian's Chromium, the real browser the transcript viewer's test reads
+# its pages in (seconds from Debian's mirror).
+ensure_chromium() {
+  ensure_apt chromium
+  export SOME_CHROMIUM=/usr/bin/chromium
+}
+
 # The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
 # for the test that `some llm serve` streams to it. Exports SOME_OPENAI_PYTHON.
 ensure_openai_client() {

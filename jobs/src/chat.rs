@@ -118,6 +118,18 @@ pub struct ChatResponse {
     pub model: String,
     pub latency_ms: u64,
     pub finish_reason: Option<String>,
+    /// Where the call was answered, for clients that pace their calls per
+    /// endpoint (none: in-process models and cached replies).
+    pub place: Option<Place>,
+}
+
+/// The endpoint that answered a call, how many calls at once it was
+/// allowed then, and how long the call waited for room in all.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Place {
+    pub endpoint: String,
+    pub window: u32,
+    pub waited_ms: u64,
 }
 
 /// Why a model call failed, and whether trying again may help.

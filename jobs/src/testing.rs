@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use some_schemas::{Attempt, EpisodeRow, Task, Timestamp};
+use some_schemas::{Attempt, EpisodeRow, Epoch, Task, Timestamp};
 
 use crate::chat::{ChatModel, ChatRequest, ChatResponse, ModelError, Usage};
 
@@ -94,6 +94,7 @@ pub fn answered_episode(run: &str, query: &str, episode: &str) -> EpisodeRow {
         query_id: query.into(),
         task: Task::Smq,
         attempt: Attempt(1),
+        epoch: Epoch::FIRST,
         episode_id: episode.into(),
         is_final: true,
         status: "answered".into(),

@@ -159,6 +159,50 @@ impl fmt::Display for Attempt {
     }
 }
 
+/// The repetition of a query within a run (`some run --epochs N`): 1, 2...
+/// Each epoch is a sample of its own with its own attempts and final result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Epoch(pub i32);
+
+impl Epoch {
+    pub const FIRST: Epoch = Epoch(1);
+
+    /// Epochs 1..=n.
+    pub fn all(n: u32) -> impl Iterator<Item = Epoch> {
+        (1..=n as i32).map(Epoch)
+    }
+}
+
+impl Default for Epoch {
+    fn default() -> Epoch {
+        Epoch::FIRST
+    }
+}
+
+/// Stored as an integer column that may be null: rows written before runs
+/// had epochs read as the first epoch.
+impl ColumnValue for Epoch {
+    fn data_type() -> DataType {
+        DataType::Int32
+    }
+    fn nullable() -> bool {
+        true
+    }
+    fn to_array<'a>(values: impl ExactSizeIterator<Item = &'a Self>) -> ArrayRef {
+        i32::to_array(values.map(|v| &v.0))
+    }
+    fn from_array(array: &dyn Array) -> Result<Vec<Option<Self>>, String> {
+        Ok(i32::from_array(array)?.into_iter().map(|v| Some(v.map_or(Epoch::FIRST, Epoch))).collect())
+    }
+}
+
+impl fmt::Display for Epoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +215,17 @@ mod tests {
         assert_ne!(a, QueryId::derive(Task::Mcr, "7391946667", r#"{"weibo_id":"1"}"#, 0));
         assert!(a.as_str().starts_with("ucs-") && a.as_str().len() == 4 + 16);
         assert_eq!(a.task(), Some(Task::Ucs));
+    }
+}
+
+#[cfg(test)]
+mod epoch_tests {
+    use super::*;
+
+    #[test]
+    fn a_null_epoch_reads_as_the_first() {
+        let array: ArrayRef = std::sync::Arc::new(arrow::array::Int32Array::from(vec![Some(2), None]));
+        assert_eq!(Epoch::from_array(array.as_ref()).unwrap(), vec![Some(Epoch(2)), Some(Epoch::FIRST)]);
+        assert_eq!(Epoch::all(3).collect::<Vec<_>>(), [Epoch(1), Epoch(2), Epoch(3)]);
     }
 }

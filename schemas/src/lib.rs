@@ -27,7 +27,7 @@ pub mod tables;
 pub mod task;
 
 pub use error::SchemaError;
-pub use ids::{Attempt, EpisodeId, QueryId, RunId, ShardId};
+pub use ids::{Attempt, EpisodeId, Epoch, QueryId, RunId, ShardId};
 pub use messages::{Job, JobKind, JobMessage, QueryAttempt, QueueLocation};
 pub use row::{Row, Timestamp};
 pub use tables::*;

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{Attempt, QueryId, RunId, ShardId};
+use crate::ids::{Attempt, Epoch, QueryId, RunId, ShardId};
 
 /// A kind of job, each with its own queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -94,6 +94,9 @@ impl std::fmt::Display for QueueLocation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueryAttempt {
     pub query_id: QueryId,
+    /// Absent in messages of runs before epochs: the first.
+    #[serde(default)]
+    pub epoch: Epoch,
     pub attempt: Attempt,
 }
 
@@ -184,7 +187,7 @@ mod tests {
         let msg = JobMessage::new(Job::Episodes {
             run_id: "r1".into(),
             shard_id: "r1-0001".into(),
-            queries: vec![QueryAttempt { query_id: "red-00".into(), attempt: Attempt::FIRST }],
+            queries: vec![QueryAttempt { query_id: "red-00".into(), epoch: Epoch::FIRST, attempt: Attempt::FIRST }],
         });
         let back = JobMessage::from_bytes(&msg.to_bytes()).unwrap();
         assert_eq!(back, msg);

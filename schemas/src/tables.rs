@@ -7,7 +7,7 @@
 
 use arrow::datatypes::SchemaRef;
 
-use crate::ids::{Attempt, EpisodeId, QueryId, RunId};
+use crate::ids::{Attempt, EpisodeId, Epoch, QueryId, RunId};
 use crate::row::{Row, Timestamp};
 use crate::table;
 use crate::task::Task;
@@ -262,8 +262,8 @@ table! {
         /// A [`RunEvent`].
         event: RunEvent,
         at: Timestamp,
-        /// As JSON: the run's spec (`submitted`, `cancelled`), or a judging's
-        /// spec (`judging`).
+        /// As JSON: the run's spec (`submitted`, `cancelled`), a judging's
+        /// spec (`judging`), or why the run stopped (`stopped`).
         spec: String,
     }
 }
@@ -278,16 +278,20 @@ pub enum RunEvent {
     /// A judging of the run other than its primary one, or new endpoints
     /// for one.
     Judging,
+    /// The run reached its budget: workers drop its remaining shards (the
+    /// spec column holds the reason and the budget reached).
+    Stopped,
 }
 
 impl RunEvent {
-    pub const ALL: [RunEvent; 3] = [RunEvent::Submitted, RunEvent::Cancelled, RunEvent::Judging];
+    pub const ALL: [RunEvent; 4] = [RunEvent::Submitted, RunEvent::Cancelled, RunEvent::Judging, RunEvent::Stopped];
 
     pub fn as_str(self) -> &'static str {
         match self {
             RunEvent::Submitted => "submitted",
             RunEvent::Cancelled => "cancelled",
             RunEvent::Judging => "judging",
+            RunEvent::Stopped => "stopped",
         }
     }
 }
@@ -324,6 +328,8 @@ table! {
         query_id: QueryId,
         task: Task,
         attempt: Attempt,
+        /// Which repetition of the query (`some run --epochs`).
+        epoch: Epoch,
         /// This row's own id, which its scores name.
         episode_id: EpisodeId,
         /// The attempt readers take as the query's result.
@@ -357,6 +363,7 @@ table! {
         query_id: QueryId,
         task: Task,
         attempt: Attempt,
+        epoch: Epoch,
         is_final: bool,
         /// The episode row scored.
         episode_id: EpisodeId,
@@ -373,6 +380,13 @@ table! {
         judge_calls: i32,
         judge_seed: Option<i64>,
         judge_temperature: Option<f64>,
+        /// The judge's (or extractor's) last reply as written; null where
+        /// no model was asked and in rows written before it was recorded.
+        judge_reply: Option<String>,
+        /// Tokens the judge's calls took; null in rows written before they
+        /// were recorded.
+        judge_prompt_tokens: Option<i64>,
+        judge_completion_tokens: Option<i64>,
         error: Option<String>,
         finished_at: Timestamp,
         run_id: RunId,
@@ -503,6 +517,7 @@ mod tests {
             query_id: "q".into(),
             task: Task::Mid,
             attempt: Attempt(2),
+            epoch: Epoch(3),
             episode_id: "e1".into(),
             is_final: true,
             status: "completed".into(),
@@ -527,6 +542,7 @@ mod tests {
             query_id: "q".into(),
             task: Task::Red,
             attempt: Attempt(1),
+            epoch: Epoch(2),
             is_final: true,
             episode_id: "e1".into(),
             judging: PRIMARY_JUDGING.into(),
@@ -538,6 +554,9 @@ mod tests {
             judge_calls: 1,
             judge_seed: Some(7),
             judge_temperature: Some(0.0),
+            judge_reply: Some("{\"accuracy\": 4}".into()),
+            judge_prompt_tokens: Some(300),
+            judge_completion_tokens: None,
             error: None,
             finished_at: ts("2026-01-01 00:00:02"),
             run_id: "r".into(),

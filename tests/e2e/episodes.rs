@@ -6,14 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages};
+use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, is_agent, messages};
 use some_tests::{Background, lake_with_world, some, wait_until};
-
-/// The agent's requests carry the tool schemas in their system prompt; the
-/// judge's carry a rubric there.
-fn is_agent(body: &Value) -> bool {
-    messages(body).first().is_some_and(|m| m["role"] == "system" && m["content"].as_str().is_some_and(|c| c.contains("<tools>")))
-}
 
 /// The first tool call of an episode, in the format numbered `i`.
 fn first_call(i: usize) -> (&'static str, String) {
@@ -303,4 +297,8 @@ fn calls_at_once_settle_to_what_the_endpoint_takes_and_no_episode_fails() {
     // window finding the endpoint's capacity, not one per call.
     assert_eq!(endpoint.requests(), 96);
     assert!(endpoint.refused() < 24, "{} refusals for 96 answers", endpoint.refused());
+    // The report says what the agent's calls settled at.
+    let line = run.stdout.lines().find(|l| l.starts_with("endpoint ")).unwrap_or_else(|| panic!("no capacity line:\n{}", run.stdout));
+    let median: u32 = line.split("(median ").nth(1).and_then(|r| r.split(')').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!((3..=6).contains(&median), "settled at {median}, not near 4: {line}");
 }

@@ -4,6 +4,7 @@
 mod distributed;
 mod embedder;
 mod episodes;
+mod harness;
 mod ingestion;
 mod judging;
 mod lake;
@@ -15,5 +16,6 @@ mod served;
 mod sim;
 mod sim_review;
 mod tools;
+mod view;
 mod world;
 mod world_backend_conformance;

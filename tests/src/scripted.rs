@@ -167,3 +167,9 @@ pub fn messages(body: &Value) -> &[Value] {
 pub fn assistant_turns(body: &Value) -> usize {
     messages(body).iter().filter(|m| m["role"] == "assistant").count()
 }
+
+/// Whether a request is the agent's: its system prompt carries the tool
+/// schemas, a judge's carries a rubric.
+pub fn is_agent(body: &Value) -> bool {
+    messages(body).first().is_some_and(|m| m["role"] == "system" && m["content"].as_str().is_some_and(|c| c.contains("<tools>")))
+}

@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     publish_shards(queue.as_ref(), &spec, &todo, 1).await?;
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let p = progress(&lake, &spec, false).await?;
+        let p = progress(&lake, &spec, false, None).await?;
         if p.finished() + p.tasks.values().map(|t| t.failed).sum::<usize>() >= planned.len() {
             break;
         }
@@ -81,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = w.kill();
         let _ = w.wait();
     }
-    let p = progress(&lake, &spec, false).await?;
+    let p = progress(&lake, &spec, false, None).await?;
     println!(
         "distributed: {} queries, {} final, through RabbitMQ with 2 workers in {secs:.1} s: {:.0} episodes/s (target >= 300)",
         planned.len(),

@@ -82,6 +82,7 @@ mod tests {
             call_formats: Vec::new(),
             malformed: malformed.iter().map(|m| m.to_string()).collect(),
             error: None,
+            place: None,
         }
     }
 

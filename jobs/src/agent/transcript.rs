@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{ChatRequest, ChatResponse, Message, Usage};
+use crate::chat::{ChatRequest, ChatResponse, Message, Place, Usage};
 use crate::protocol::ParsedReply;
 
 /// One model call.
@@ -23,6 +23,9 @@ pub struct CallRecord {
     /// Tool calls the reply attempted but that could not be read.
     pub malformed: Vec<String>,
     pub error: Option<String>,
+    /// Where it was answered and how long it waited for room there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<Place>,
 }
 
 impl CallRecord {
@@ -38,6 +41,7 @@ impl CallRecord {
             call_formats: parsed.calls.iter().map(|c| c.format.to_string()).collect(),
             malformed: parsed.malformed.iter().map(|m| format!("{}: {}", m.format, m.error)).collect(),
             error: None,
+            place: response.place.clone(),
         }
     }
 
@@ -53,6 +57,7 @@ impl CallRecord {
             call_formats: Vec::new(),
             malformed: Vec::new(),
             error: Some(error),
+            place: None,
         }
     }
 }

@@ -73,6 +73,8 @@ pub struct Scored {
     pub completed: bool,
     pub judge_calls: u32,
     pub usage: Usage,
+    /// The judge's last reply, as it wrote it (for the transcript viewer).
+    pub reply: Option<String>,
     pub error: Option<String>,
     /// The judge model could not be called (its endpoint failed past its
     /// retries): this is no verdict, and is not recorded as one.
@@ -99,7 +101,9 @@ impl Judge<'_> {
             match self.model.chat(&request).await {
                 Ok(reply) => {
                     scored.usage += reply.usage;
-                    if let Some(v) = accept(strip_think(&reply.content).trim()) {
+                    let accepted = accept(strip_think(&reply.content).trim());
+                    scored.reply = Some(reply.content);
+                    if let Some(v) = accepted {
                         return Some(v);
                     }
                 }

@@ -24,7 +24,7 @@ use some_workers::runs::plan_queries;
 use some_workers::sim::{KnowledgeSource, PersonaSet};
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
-use super::flags::{DEFAULT_MODEL, ExecFlags, JudgeFlags, ModelFlags, QueueFlags};
+use super::flags::{BudgetFlags, DEFAULT_MODEL, ExecFlags, JudgeFlags, ModelFlags, QueueFlags};
 use super::progress::Bars;
 use super::run::Run;
 use super::sim::{BrowseName, LookBack, PresetName, RelevanceName, SimReportCmd, SimRun};
@@ -131,6 +131,8 @@ impl Demo {
             failing_tools: false,
             reference_quirks: false,
             shard_size: 8,
+            epochs: 1,
+            budget: BudgetFlags { max_run_tokens: None, max_run_cost: None, prices: None },
             run_id: None,
             html: None,
             wait: false,

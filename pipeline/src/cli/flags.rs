@@ -14,6 +14,7 @@ use some_schemas::QueueLocation;
 use some_workers::Lake;
 use some_workers::lake::AsOf;
 use some_workers::llm::ClientSettings;
+use some_workers::runs::budget::{RunBudget, read_prices};
 use some_workers::worker::WorkerConfig;
 
 /// The default agent and judge: the larger built-in chat model.
@@ -54,6 +55,44 @@ pub struct ModelFlags {
     /// runs the built-in model in this process.
     #[arg(long = "endpoint")]
     pub endpoints: Vec<String>,
+}
+
+/// What a run may spend in all: shared by `run` and `rerun` (which gives a
+/// stopped run a new budget).
+#[derive(Debug, Args)]
+pub struct BudgetFlags {
+    /// Stop publishing once the run's episodes and primary judging have
+    /// used this many tokens in all (shards already running finish).
+    #[arg(long)]
+    pub max_run_tokens: Option<u64>,
+    /// Stop once the run has cost this much at the prices of --prices.
+    #[arg(long, requires = "prices")]
+    pub max_run_cost: Option<f64>,
+    /// Prices per model, per million tokens, as JSON:
+    /// {"MODEL": {"prompt": P, "completion": C, "cached_prompt": K}}.
+    #[arg(long)]
+    pub prices: Option<PathBuf>,
+}
+
+impl BudgetFlags {
+    pub fn given(&self) -> bool {
+        self.max_run_tokens.is_some() || self.max_run_cost.is_some()
+    }
+
+    /// The budget asked for, checked against the models the run calls.
+    pub fn budget(&self, models: &[&str]) -> anyhow::Result<RunBudget> {
+        if let Some(cost) = self.max_run_cost {
+            anyhow::ensure!(cost.is_finite() && cost > 0.0, "--max-run-cost {cost}: give an amount above zero");
+        }
+        anyhow::ensure!(self.max_run_tokens != Some(0), "--max-run-tokens 0 would run nothing");
+        let prices = match &self.prices {
+            Some(path) => read_prices(path)?,
+            None => Default::default(),
+        };
+        let budget = RunBudget { max_tokens: self.max_run_tokens, max_cost: self.max_run_cost, prices };
+        budget.check(models)?;
+        Ok(budget)
+    }
 }
 
 /// Where jobs go and how many run at once: shared by every command that

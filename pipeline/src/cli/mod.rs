@@ -26,6 +26,7 @@ mod sim_review;
 mod sql;
 mod status;
 mod synth;
+mod view;
 mod worker;
 
 use std::process::ExitCode;
@@ -62,6 +63,9 @@ pub enum Command {
     Judge(judge::JudgeCmd),
     /// A run's scores and completion rates beside the paper's.
     Report(report::Report),
+    /// A run's episodes and transcripts in a browser (served on loopback, or
+    /// written as static pages with --html).
+    View(view::View),
     /// A run's progress per task, failures by cause, throughput and ETA.
     Status(status::Status),
     /// Stop a run: workers drop its remaining shards.
@@ -117,6 +121,7 @@ impl Cli {
             Command::Rerun(cmd) => cmd.run(&open(lake).await?).await,
             Command::Judge(cmd) => cmd.run(&open(lake).await?).await,
             Command::Report(cmd) => cmd.run(&open(lake).await?).await,
+            Command::View(cmd) => cmd.run(&open(lake).await?).await,
             Command::Status(cmd) => cmd.run(&open(lake).await?).await,
             Command::Cancel(cmd) => cmd.run(&open(lake).await?).await,
             Command::Worker(cmd) => cmd.run(&open(lake).await?).await,

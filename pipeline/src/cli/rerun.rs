@@ -8,7 +8,7 @@ use some_schemas::{RunEvent, RunId, Task};
 use some_workers::Lake;
 use some_workers::runs::{self, RerunFilter};
 
-use super::flags::ExecFlags;
+use super::flags::{BudgetFlags, ExecFlags};
 use super::run::execute;
 
 #[derive(Debug, Args)]
@@ -23,6 +23,10 @@ pub struct Rerun {
     /// Reach the agent model here instead of the run's endpoints.
     #[arg(long = "endpoint")]
     pub endpoints: Vec<String>,
+    /// A new budget for the whole run (what it spent already counts): lifts
+    /// a stop at the old one.
+    #[command(flatten)]
+    pub budget: BudgetFlags,
     /// With a broker: wait for the run to finish, then print the report.
     #[arg(long)]
     pub wait: bool,
@@ -43,15 +47,21 @@ impl Rerun {
             }
             spec.endpoints = self.endpoints.clone();
         }
+        if self.budget.given() {
+            spec.budget = self.budget.budget(&[&spec.model, &spec.judge_model])?;
+        } else if let Some(reason) = &record.stopped {
+            anyhow::bail!("run {} stopped ({reason}); give it a new budget with --max-run-tokens or --max-run-cost", self.run_id);
+        }
         let rows = runs::read_run(lake, &spec.run_id).await?;
         let todo = runs::todo(&spec, &rows, &RerunFilter { failed_only: self.failed_only, tasks: self.tasks.clone() });
         if todo.is_empty() {
             println!("run {}: every query has a final result", spec.run_id);
             return Ok(ExitCode::SUCCESS);
         }
-        eprintln!("run {}: rerunning {} queries", spec.run_id, todo.len());
-        if !self.endpoints.is_empty() {
-            // Workers read the endpoints from the run's spec.
+        let what = if spec.epochs > 1 { "samples (query, epoch)" } else { "queries" };
+        eprintln!("run {}: rerunning {} {what}", spec.run_id, todo.len());
+        if !self.endpoints.is_empty() || self.budget.given() {
+            // Workers read the endpoints and the budget from the run's spec.
             runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         }
         execute(lake, &spec, &todo, &self.flags, None, self.wait).await

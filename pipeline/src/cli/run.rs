@@ -18,7 +18,7 @@ use some_workers::runs::{self, RunSpec, progress};
 use some_workers::world::read_queries;
 
 use super::failures::report_failures;
-use super::flags::{ExecFlags, JudgeFlags, ModelFlags};
+use super::flags::{BudgetFlags, ExecFlags, JudgeFlags, ModelFlags};
 use super::progress::Bars;
 use super::report::print_report;
 
@@ -74,6 +74,12 @@ pub struct Run {
     /// Queries per shard (the unit committed to the lake and retried).
     #[arg(long, default_value_t = 25)]
     pub shard_size: usize,
+    /// Run every query this many times (each epoch with its own seed),
+    /// for scores with intervals, pass@k and pass^k.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub epochs: u32,
+    #[command(flatten)]
+    pub budget: BudgetFlags,
     /// The run's id (a fresh one if not given).
     #[arg(long)]
     pub run_id: Option<RunId>,
@@ -109,7 +115,8 @@ impl Run {
             tools.cluster_threshold = theta;
         }
         let (judge_model, judge_endpoints) = self.judge.judge(&self.agent.model, &self.agent.endpoints);
-        Ok(RunSpec {
+        let budget = self.budget.budget(&[&self.agent.model, &judge_model])?;
+        let spec = RunSpec {
             run_id: self.run_id.clone().unwrap_or_else(RunId::new_dated),
             model: self.agent.model.clone(),
             endpoints: self.agent.endpoints.clone(),
@@ -131,7 +138,11 @@ impl Run {
             queries: planned,
             shard_size: self.shard_size.max(1),
             concurrency: self.flags.calls.max(1),
-        })
+            epochs: 1,
+            epoch_seeds: Vec::new(),
+            budget,
+        };
+        Ok(spec.with_epochs(self.epochs))
     }
 
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
@@ -145,7 +156,8 @@ impl Run {
         some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
         some_workers::llm::check_chat_model(&spec.judge_model, &spec.judge_endpoints)?;
         runs::record_event(lake, &spec, RunEvent::Submitted).await?;
-        eprintln!("run {}: {} queries, agent {}, judge {}", spec.run_id, spec.queries.len(), spec.model, spec.judge_model);
+        let epochs = if spec.epochs > 1 { format!(" × {} epochs", spec.epochs) } else { String::new() };
+        eprintln!("run {}: {} queries{epochs}, agent {}, judge {}", spec.run_id, spec.queries.len(), spec.model, spec.judge_model);
         let todo = spec.first_attempts();
         execute(lake, &spec, &todo, &self.flags, html, self.wait).await
     }
@@ -174,7 +186,9 @@ pub(super) async fn execute(
     };
     let look = || async move {
         let done = progress::attempted(lake, &spec.run_id, todo).await?;
-        Ok(Look { done, settled: done >= todo.len(), failures: Vec::new() })
+        // A run stopped at its budget settles with what it has.
+        let stopped = runs::load_run(lake, &spec.run_id).await?.stopped;
+        Ok(Look { done, settled: done >= todo.len() || stopped.is_some(), failures: Vec::new() })
     };
     let started = std::time::Instant::now();
     let work = Work { kind: JobKind::Episode, phase: "episodes", units: todo.len() };
@@ -187,5 +201,15 @@ pub(super) async fn execute(
         eprintln!("{} episodes in {secs:.1} s ({:.2} episodes/s)", todo.len(), todo.len() as f64 / secs.max(1e-9));
     }
     print_report(lake, &spec.run_id, PRIMARY_JUDGING, html).await?;
+    let mut failures = failures;
+    if let Some(reason) = runs::load_run(lake, &spec.run_id).await?.stopped {
+        let left = runs::todo(spec, &runs::read_run(lake, &spec.run_id).await?, &Default::default()).len();
+        failures.push(format!("run stopped with {left} samples not run: {reason}"));
+    }
+    let again = if failures.iter().any(|f| f.starts_with("run stopped")) {
+        format!("`some rerun {} --max-run-tokens N` (or --max-run-cost) goes on with a new budget", spec.run_id)
+    } else {
+        again
+    };
     Ok(report_failures(&failures, &again))
 }

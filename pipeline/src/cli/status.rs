@@ -11,7 +11,7 @@ use some_schemas::RunId;
 use some_workers::Lake;
 use some_workers::executor::{Look, until_settled};
 use some_workers::runs::progress::{RunProgress, progress};
-use some_workers::runs::{JudgingSpec, load_run};
+use some_workers::runs::{JudgingSpec, RunSpec, load_run};
 
 #[derive(Debug, Args)]
 pub struct Status {
@@ -27,13 +27,30 @@ impl Status {
             watch(lake, &self.run_id).await?;
         }
         let record = load_run(lake, &self.run_id).await?;
-        print!("{}", describe(&self.run_id, &progress(lake, &record.spec, record.cancelled).await?, &record.judgings));
+        let p = progress(lake, &record.spec, record.cancelled, record.stopped.clone()).await?;
+        print!("{}", describe(&self.run_id, &p, &record.judgings, &record.spec));
         Ok(ExitCode::SUCCESS)
     }
 }
 
-fn describe(run_id: &RunId, p: &RunProgress, judgings: &[JudgingSpec]) -> String {
+fn describe(run_id: &RunId, p: &RunProgress, judgings: &[JudgingSpec], spec: &RunSpec) -> String {
     let mut out = format!("run {run_id}{}\n", if p.cancelled { " (cancelled)" } else { "" });
+    if spec.epochs > 1 {
+        out.push_str(&format!(
+            "{} queries × {} epochs (seeds {:?}); counts below are per query and epoch\n",
+            spec.queries.len(),
+            spec.epochs,
+            spec.epoch_seeds
+        ));
+    }
+    if let Some(budget) = spec.budget.describe() {
+        out.push_str(&format!("budget: {budget}\n"));
+    }
+    if let Some(reason) = &p.stopped {
+        out.push_str(&format!(
+            "stopped: {reason}; `some rerun {run_id} --max-run-tokens N` (or --max-run-cost) goes on with a new budget\n"
+        ));
+    }
     out.push_str(&format!("{:<5} {:>8} {:>8} {:>8} {:>8}\n", "task", "planned", "final", "failed", "pending"));
     for (task, t) in &p.tasks {
         out.push_str(&format!("{task:<5} {:>8} {:>8} {:>8} {:>8}\n", t.planned, t.finished, t.failed, t.planned - t.finished - t.failed));
@@ -68,8 +85,9 @@ async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
     let per_task = std::sync::Mutex::new(BTreeMap::new());
     let (bars, style, per_task, spec) = (&bars, &style, &per_task, &spec);
     until_settled(&NoProgress, None, None, || async move {
-        let cancelled = load_run(lake, run_id).await?.cancelled;
-        let p = progress(lake, spec, cancelled).await?;
+        let record = load_run(lake, run_id).await?;
+        let (cancelled, stopped) = (record.cancelled, record.stopped.is_some());
+        let p = progress(lake, spec, cancelled, record.stopped).await?;
         let mut per_task = per_task.lock().map_err(|_| some_workers::Error::Invalid("progress bars poisoned".into()))?;
         for (task, t) in &p.tasks {
             let bar = per_task.entry(*task).or_insert_with(|| {
@@ -90,7 +108,7 @@ async fn watch(lake: &Lake, run_id: &RunId) -> anyhow::Result<()> {
             }
         }
         let settled: usize = p.tasks.values().map(|t| t.finished + t.failed).sum();
-        Ok(Look { done: settled, settled: cancelled || settled >= p.planned(), failures: Vec::new() })
+        Ok(Look { done: settled, settled: cancelled || stopped || settled >= p.planned(), failures: Vec::new() })
     })
     .await?;
     bars.clear().ok();

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Role, Usage};
+use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Place, Role, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
 use some_jobs::protocol::NativeToolCall;
 use tokio::sync::{Notify, Semaphore};
@@ -189,31 +189,33 @@ impl OpenAiClient {
 
     /// A place in the window of the least loaded endpoint with room,
     /// waiting until one has room.
-    async fn place(&self) -> (&Slot, Ticket<'_>) {
+    /// With how long it waited for it.
+    async fn place(&self) -> (&Slot, Ticket<'_>, Duration) {
         let since = Instant::now();
         loop {
             // Registered before looking, so a place freed meanwhile wakes it.
             let freed = self.room.notified();
             let mut slots: Vec<&Slot> = self.slots.iter().collect();
             slots.sort_by_key(|s| s.window.in_flight());
-            if let Some(found) = slots.into_iter().find_map(|s| s.window.try_take().map(|t| (s, t))) {
+            if let Some((slot, ticket)) = slots.into_iter().find_map(|s| s.window.try_take().map(|t| (s, t))) {
                 self.waited.add(since);
-                return found;
+                return (slot, ticket, since.elapsed());
             }
             freed.await;
         }
     }
 
-    /// Hands a place back with what its attempt found.
-    fn release(&self, slot: &Slot, ticket: Ticket<'_>, result: &Result<Value, Failure>) {
+    /// Hands a place back with what its attempt found in `latency`.
+    fn release(&self, slot: &Slot, ticket: Ticket<'_>, result: &Result<Value, Failure>, latency: Duration) {
         let outcome = match result {
-            Ok(_) => Outcome::Answered,
+            Ok(v) => slot.window.judge(latency, v.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0)),
             Err(Failure { status: Some(s), .. }) if *s == 429 || *s >= 500 => Outcome::PushedBack,
             Err(_) => Outcome::Neutral,
         };
         if ticket.release(outcome) {
             self.stats.pushed_back.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(endpoint = %slot.endpoint.base_url, calls_at_once = slot.window.limit(), "the endpoint pushed back; its calls at once halved");
+            let why = if result.is_ok() { "answered slowly" } else { "refused a call" };
+            tracing::warn!(endpoint = %slot.endpoint.base_url, calls_at_once = slot.window.limit(), "the endpoint {why}; its calls at once halved");
         }
     }
 
@@ -224,8 +226,9 @@ impl OpenAiClient {
         (each, self.waited.total())
     }
 
-    /// One POST with the pool, the permit, the timeout and the retries.
-    async fn post(&self, path: &str, body: &Value) -> Result<Value, ModelError> {
+    /// One POST with the pool, the permit, the timeout and the retries;
+    /// with the place the answering attempt had.
+    async fn post(&self, path: &str, body: &Value) -> Result<(Value, Place), ModelError> {
         let _permit =
             self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
         let backoff = ExponentialBuilder::default()
@@ -233,11 +236,15 @@ impl OpenAiClient {
             .with_min_delay(self.settings.min_backoff)
             .with_max_delay(self.settings.max_backoff)
             .with_max_times(self.settings.max_retries);
+        let waited = std::sync::atomic::AtomicU64::new(0);
         let attempt = || async {
-            let (slot, ticket) = self.place().await;
+            let (slot, ticket, wait) = self.place().await;
+            let waited_ms = waited.fetch_add(wait.as_millis() as u64, Ordering::Relaxed) + wait.as_millis() as u64;
+            let window = slot.window.limit() as u32;
+            let started = Instant::now();
             let result = self.attempt(slot, path, body).await;
-            self.release(slot, ticket, &result);
-            result
+            self.release(slot, ticket, &result, started.elapsed());
+            result.map(|v| (v, Place { endpoint: slot.endpoint.base_url.clone(), window, waited_ms }))
         };
         attempt
             .retry(backoff)
@@ -405,6 +412,7 @@ pub fn read_chat(value: &Value) -> Result<ChatResponse, String> {
         model: value.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
         latency_ms: 0,
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+        place: None,
     })
 }
 
@@ -419,13 +427,15 @@ impl ChatModel for OpenAiClient {
         let body = chat_body(&self.model, request);
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
         let cached = self.cache_path(&body);
+        let mut place = None;
         let value = match cached.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| serde_json::from_slice::<Value>(&b).ok()) {
             Some(v) => {
                 self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
                 v
             }
             None => {
-                let v = self.post("/chat/completions", &body).await?;
+                let (v, at) = self.post("/chat/completions", &body).await?;
+                place = Some(at);
                 if let Some(path) = &cached {
                     if let Some(dir) = path.parent() {
                         let _ = std::fs::create_dir_all(dir);
@@ -441,6 +451,7 @@ impl ChatModel for OpenAiClient {
         let mut response =
             read_chat(&value).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
         response.latency_ms = started.elapsed().as_millis() as u64;
+        response.place = place;
         self.stats.prompt_tokens.fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
         self.stats.completion_tokens.fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
         Ok(response)
@@ -480,7 +491,7 @@ impl Embedder for OpenAiEmbedder {
         }
         let input: Vec<String> =
             texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
-        let value =
+        let (value, _) =
             self.client.post("/embeddings", &json!({"model": self.client.model, "input": input})).await.map_err(|e| err(e.to_string()))?;
         let data = value.get("data").and_then(Value::as_array).ok_or_else(|| err("the answer has no data".into()))?;
         let mut out = vec![Vec::new(); texts.len()];

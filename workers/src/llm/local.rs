@@ -250,6 +250,7 @@ impl LocalModel {
         Ok(ChatResponse {
             content: if tool_calls.is_empty() { content } else { String::new() },
             finish_reason: Some(if tool_calls.is_empty() { finish } else { "tool_calls" }.to_string()),
+            place: None,
             tool_calls,
             usage: Usage {
                 prompt_tokens: tokens.len() as u64,

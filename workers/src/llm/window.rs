@@ -5,12 +5,19 @@
 //! It starts at 2 and doubles per round of answers (slow start: +1 per
 //! answer) until the endpoint first pushes back; from then on it grows by
 //! one per round (+1/window per answer) and halves on push-back: a 429 or
-//! a 5xx answer. Calls that were already in flight when the window halved
-//! do not halve it again, so one burst of refusals counts once. Waiting
-//! for room is measured, so a run can tell a slow endpoint from a full one.
+//! a 5xx answer, or an answer much slower than the endpoint has shown it
+//! can be. Calls that were already in flight when the window halved do not
+//! halve it again, so one burst of refusals counts once. Waiting for room
+//! is measured, so a run can tell a slow endpoint from a full one.
 //!
-//! Rising latency is not read as push-back: a model's latency grows with
-//! its replies' length, which is not congestion.
+//! Slowness is measured per token, since a model's latency grows with its
+//! reply's length: an answer of `t` completion tokens is expected in
+//! `best × (t + 8)`, `best` being the fastest time per token-and-overhead
+//! seen so far (8 tokens' worth stands for the fixed cost of a call), and
+//! is slow when it takes more than twice that and at least a second more (so
+//! an instant endpoint's jitter is never read as congestion). An overloaded
+//! server (vLLM batching more sequences, a one-at-a-time server queueing)
+//! answers each token later, which is the signal.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +42,8 @@ struct State {
     /// Counts halvings; a call started before the latest one cannot halve again.
     generation: u64,
     peak: usize,
+    /// The fastest milliseconds per (completion token + overhead) so far.
+    best: Option<f64>,
 }
 
 /// A call's place in a window, handed back with its outcome by
@@ -70,7 +79,7 @@ impl Drop for Ticket<'_> {
 pub enum Outcome {
     /// An answer: there was room.
     Answered,
-    /// 429 or 5xx: too much.
+    /// 429 or 5xx, or an answer far slower than the endpoint can be: too much.
     PushedBack,
     /// Anything else (a refused request, a broken connection): says nothing.
     Neutral,
@@ -78,10 +87,17 @@ pub enum Outcome {
 
 const START: f64 = 2.0;
 
+/// Completion tokens' worth of a call's fixed cost (prompt, connection).
+const OVERHEAD_TOKENS: f64 = 8.0;
+/// An answer this many times slower than expected is push-back...
+const SLOW_FACTOR: f64 = 2.0;
+/// ...if it is also at least this much later than expected.
+const SLOW_MARGIN_MS: f64 = 1000.0;
+
 impl Window {
     pub fn new(ceiling: usize, room: Arc<Notify>) -> Window {
         let ceiling = ceiling.max(1);
-        let state = State { limit: START.min(ceiling as f64), threshold: f64::INFINITY, in_flight: 0, generation: 0, peak: 0 };
+        let state = State { limit: START.min(ceiling as f64), threshold: f64::INFINITY, in_flight: 0, generation: 0, peak: 0, best: None };
         Window { state: Mutex::new(state), ceiling, room }
     }
 
@@ -112,6 +128,19 @@ impl Window {
         s.in_flight += 1;
         s.peak = s.peak.max(s.allowed());
         Some(Ticket { window: self, generation: s.generation, released: false })
+    }
+
+    /// What an answer of `tokens` completion tokens in `latency` says:
+    /// answered, or pushed back when it was slow (see the module's doc).
+    /// Every answer also teaches the window how fast the endpoint can be.
+    pub fn judge(&self, latency: Duration, tokens: u64) -> Outcome {
+        let ms = latency.as_secs_f64() * 1000.0;
+        let units = tokens as f64 + OVERHEAD_TOKENS;
+        let mut s = self.lock();
+        let best = *s.best.get_or_insert(ms / units);
+        s.best = Some(best.min(ms / units));
+        let expected = best * units;
+        if ms > SLOW_FACTOR * expected && ms - expected >= SLOW_MARGIN_MS { Outcome::PushedBack } else { Outcome::Answered }
     }
 
     fn release(&self, generation: u64, outcome: Outcome) -> bool {
@@ -220,5 +249,30 @@ mod tests {
             t.release(Outcome::PushedBack);
         }
         assert_eq!(w.limit(), 1);
+    }
+
+    #[test]
+    fn an_answer_far_slower_per_token_than_the_best_is_push_back_and_jitter_is_not() {
+        let w = window(64);
+        let ms = Duration::from_millis;
+        // 100 tokens in 1.08 s: 10 ms per token-and-overhead.
+        assert_eq!(w.judge(ms(1080), 100), Outcome::Answered);
+        // A reply four times as long, in about four times the time: not slow.
+        assert_eq!(w.judge(ms(4500), 400), Outcome::Answered);
+        // The same reply at 2.5 times the expected time: slow.
+        assert_eq!(w.judge(ms(2700), 100), Outcome::PushedBack);
+        // An instant endpoint's jitter (1 ms, then 5 ms) is below the margin.
+        let instant = window(64);
+        assert_eq!(instant.judge(ms(1), 10), Outcome::Answered);
+        assert_eq!(instant.judge(ms(5), 10), Outcome::Answered);
+        // A slow answer halves the window like a 429.
+        for _ in 0..3 {
+            take_all(&w).into_iter().for_each(|t| {
+                t.release(Outcome::Answered);
+            });
+        }
+        let t = w.try_take().unwrap();
+        assert!(t.release(w.judge(ms(3000), 100)));
+        assert_eq!(w.limit(), 8);
     }
 }

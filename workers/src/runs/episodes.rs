@@ -19,15 +19,16 @@ use std::time::Duration;
 
 use datafusion::prelude::{col, lit};
 use futures::StreamExt;
-use some_jobs::agent::{Episode, EpisodeContext, EpisodeStatus, run_episode};
+use some_jobs::agent::{AgentSettings, Episode, EpisodeContext, EpisodeStatus, run_episode};
 use some_jobs::chat::ChatModel;
 use some_jobs::embed::Embedder;
 use some_jobs::progress::Progress;
 use some_jobs::scorers::{Judge, Scored};
 use some_jobs::tools::{Folders, KernelService, ToolContext};
-use some_schemas::{Attempt, EpisodeId, EpisodeRow, QueryAttempt, QueryId, QueryRow, RunId, ScoreRow, Timestamp, episodes};
+use some_schemas::{Attempt, EpisodeId, EpisodeRow, Epoch, QueryAttempt, QueryId, QueryRow, RunId, ScoreRow, Timestamp, episodes};
 
-use super::record::load_run;
+use super::budget;
+use super::record::{load_run, record_stop};
 use super::scoring::{question, ref_post, score_answer, score_row};
 use super::spec::RunSpec;
 use crate::error::{Error, Result};
@@ -107,11 +108,13 @@ impl Runner {
         })
     }
 
-    /// Runs and scores one query. A query the lake does not have becomes a
-    /// `query_error` episode; an id that names no task cannot be recorded
-    /// at all, and fails the shard.
-    pub async fn run_one(&self, spec: &RunSpec, query_id: &QueryId, attempt: Attempt) -> Result<Finished> {
+    /// Runs and scores one query in one epoch (sampling with the epoch's
+    /// seed). A query the lake does not have becomes a `query_error`
+    /// episode; an id that names no task cannot be recorded at all, and
+    /// fails the shard.
+    pub async fn run_one(&self, spec: &RunSpec, sample: &QueryAttempt) -> Result<Finished> {
         let started_at = Timestamp::now();
+        let query_id = &sample.query_id;
         let Some(query) = self.queries.get(query_id) else {
             let task = query_id.task().ok_or_else(|| Error::Unknown(format!("query id {query_id:?} names no task")))?;
             let episode = Episode {
@@ -126,7 +129,7 @@ impl Runner {
                 transcript: Default::default(),
             };
             let placeholder = QueryRow::blank(query_id.clone(), task);
-            return Ok(self.rows(spec, &placeholder, attempt, started_at, episode, Scored::default()));
+            return Ok(self.rows(spec, &placeholder, sample, started_at, episode, Scored::default()));
         };
         let post_json = ref_post(&self.backend, query).await?;
         let tools = ToolContext {
@@ -136,20 +139,21 @@ impl Runner {
             chat: Some(self.model.as_ref()),
             settings: &spec.tools,
         };
-        let ctx = EpisodeContext { model: self.model.as_ref(), tools, settings: &spec.agent };
+        let settings = AgentSettings { seed: spec.seed_of(sample.epoch), ..spec.agent.clone() };
+        let ctx = EpisodeContext { model: self.model.as_ref(), tools, settings: &settings };
         let mut folders = Folders::default();
         let episode = run_episode(&ctx, query, post_json.as_deref(), &mut folders).await?;
         let judge = Judge { model: self.judge.as_ref(), settings: &spec.judge };
         let question = question(query, post_json.as_deref());
         let scored = score_answer(&judge, query, &question, episode.status, episode.answer.as_deref()).await;
-        Ok(self.rows(spec, query, attempt, started_at, episode, scored))
+        Ok(self.rows(spec, query, sample, started_at, episode, scored))
     }
 
     fn rows(
         &self,
         spec: &RunSpec,
         query: &QueryRow,
-        attempt: Attempt,
+        sample: &QueryAttempt,
         started_at: Timestamp,
         episode: Episode,
         scored: Scored,
@@ -160,7 +164,8 @@ impl Runner {
         let episode_row = EpisodeRow {
             query_id: query.query_id.clone(),
             task: query.task,
-            attempt,
+            attempt: sample.attempt,
+            epoch: sample.epoch,
             episode_id: EpisodeId::new_random(),
             is_final,
             status: episode.status.as_str().to_string(),
@@ -192,9 +197,8 @@ impl Runner {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.
-        let mut running =
-            futures::stream::iter(queries.iter().cloned().map(|q| async move { self.run_one(spec, &q.query_id, q.attempt).await }))
-                .buffer_unordered(concurrency);
+        let mut running = futures::stream::iter(queries.iter().cloned().map(|q| async move { self.run_one(spec, &q).await }))
+            .buffer_unordered(concurrency);
         let mut all = Vec::with_capacity(queries.len());
         let mut pending = 0;
         let mut due: Option<tokio::time::Instant> = None;
@@ -269,16 +273,28 @@ impl EpisodeJobs {
         EpisodeJobs { runners: Cache::default(), kernels }
     }
 
-    /// Runs a shard's queries unless its run was cancelled; on a
-    /// redelivery, only those whose attempt has no row yet.
+    /// Runs a shard's queries unless its run was cancelled or reached its
+    /// budget (recorded here the first time it is seen); on a redelivery,
+    /// only those whose attempt has no row yet.
     pub async fn run(&self, ctx: &JobContext<'_>, run_id: &RunId, queries: &[QueryAttempt]) -> Result<()> {
         let record = load_run(ctx.lake, run_id).await?;
         if record.cancelled {
             tracing::info!(run = %run_id, "run cancelled: dropping its shard");
             return Ok(());
         }
+        if let Some(reason) = &record.stopped {
+            tracing::info!(run = %run_id, reason = %reason, "run stopped: dropping its shard");
+            return Ok(());
+        }
         let spec = record.spec;
-        let key = format!("{run_id} {:?} {:?}", spec.endpoints, spec.judge_endpoints);
+        if !spec.budget.is_empty()
+            && let Some(reason) = spec.budget.reached(&budget::spent(ctx.lake, run_id).await?)
+        {
+            tracing::warn!(run = %run_id, reason = %reason, "run reached its budget: dropping its remaining shards");
+            record_stop(ctx.lake, &spec, reason).await?;
+            return Ok(());
+        }
+        let key = format!("{run_id} {:?} {:?} {:?}", spec.endpoints, spec.judge_endpoints, spec.budget);
         let runner = self
             .runners
             .get_or_build(key, async {
@@ -291,7 +307,7 @@ impl EpisodeJobs {
         let mut todo = queries.to_vec();
         if ctx.redelivered {
             let done = already_recorded(ctx.lake, run_id, &todo).await?;
-            todo.retain(|q| !done.contains(&(q.query_id.clone(), q.attempt)));
+            todo.retain(|q| !done.contains(&(q.query_id.clone(), q.epoch, q.attempt)));
         }
         if todo.is_empty() {
             return Ok(());
@@ -301,13 +317,13 @@ impl EpisodeJobs {
     }
 }
 
-/// Which (query, attempt) pairs of a shard have a row already, final or
+/// Which (query, epoch, attempt)s of a shard have a row already, final or
 /// failed: a failed attempt is retried by `some rerun` as the next attempt,
 /// never by running the same one twice.
-async fn already_recorded(lake: &Lake, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Attempt)>> {
+async fn already_recorded(lake: &Lake, run_id: &RunId, todo: &[QueryAttempt]) -> Result<HashSet<(QueryId, Epoch, Attempt)>> {
     let ctx = lake.session().await?;
     let ids = todo.iter().map(|q| lit(q.query_id.as_str())).collect();
     let filter = col(episodes::run_id).eq(lit(run_id.as_str())).and(col(episodes::query_id).in_list(ids, false));
     let rows: Vec<EpisodeRow> = lake.read(&ctx, Some(filter)).await?;
-    Ok(rows.into_iter().map(|e| (e.query_id, e.attempt)).collect())
+    Ok(rows.into_iter().map(|e| (e.query_id, e.epoch, e.attempt)).collect())
 }

@@ -8,41 +8,49 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{Int32Type, Int64Type, TimestampSecondType};
 use datafusion::prelude::{col, lit};
-use some_schemas::{QueryAttempt, QueryId, RunId, Task, episodes, scores};
+use some_schemas::{Epoch, QueryAttempt, QueryId, RunId, Task, episodes, scores};
 
 use super::spec::RunSpec;
 use crate::error::Result;
 use crate::lake::Lake;
 
-/// How many of the (query, attempt) pairs in `todo` have a result row yet,
-/// final or failed: what `some run --wait` and `some rerun --wait` wait for
-/// (a rerun's queries already have failed rows of earlier attempts).
+/// How many of the (query, epoch, attempt)s in `todo` have a result row
+/// yet, final or failed: what `some run --wait` and `some rerun --wait`
+/// wait for (a rerun's queries already have failed rows of earlier attempts).
 pub async fn attempted(lake: &Lake, run_id: &RunId, todo: &[QueryAttempt]) -> Result<usize> {
-    let wanted: HashSet<(&str, i32)> = todo.iter().map(|q| (q.query_id.as_str(), q.attempt.0)).collect();
+    let wanted: HashSet<(&str, i32, i32)> = todo.iter().map(|q| (q.query_id.as_str(), q.epoch.0, q.attempt.0)).collect();
     let ctx = lake.session().await?;
-    let df = ctx
-        .table(episodes::TABLE)
-        .await?
-        .filter(col(episodes::run_id).eq(lit(run_id.as_str())))?
-        .select_columns(&[episodes::query_id, episodes::attempt])?;
-    let mut seen: HashSet<(String, i32)> = HashSet::new();
+    let df = ctx.table(episodes::TABLE).await?.filter(col(episodes::run_id).eq(lit(run_id.as_str())))?.select_columns(&[
+        episodes::query_id,
+        episodes::attempt,
+        episodes::epoch,
+    ])?;
+    let mut seen: HashSet<(String, i32, i32)> = HashSet::new();
     for b in df.collect().await? {
         let (Some(query), attempt) = (b.column(0).as_string_opt::<i32>(), b.column(1).as_primitive::<Int32Type>()) else { continue };
+        let epoch = b.column(2).as_primitive::<Int32Type>();
         for r in 0..b.num_rows() {
-            if wanted.contains(&(query.value(r), attempt.value(r))) {
-                seen.insert((query.value(r).to_string(), attempt.value(r)));
+            let key = (query.value(r), epoch_at(epoch, r), attempt.value(r));
+            if wanted.contains(&key) {
+                seen.insert((key.0.to_string(), key.1, key.2));
             }
         }
     }
     Ok(seen.len())
 }
 
+/// The epoch of row `r`: null in rows written before epochs, the first.
+fn epoch_at(epochs: &arrow::array::Int32Array, r: usize) -> i32 {
+    if epochs.is_null(r) { Epoch::FIRST.0 } else { epochs.value(r) }
+}
+
 /// One task's progress.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskProgress {
+    /// Queries × epochs.
     pub planned: usize,
     pub finished: usize,
-    /// Queries whose latest attempt failed (model errors awaiting a rerun).
+    /// Samples whose latest attempt failed (model errors awaiting a rerun).
     pub failed: usize,
 }
 
@@ -59,7 +67,9 @@ pub struct RunProgress {
     /// Seconds from the first episode's start to the last one's finish.
     pub elapsed: i64,
     pub cancelled: bool,
-    /// Queries whose final episode has a score, per judging.
+    /// Why the run stopped at its budget.
+    pub stopped: Option<String>,
+    /// Samples (query, epoch) whose final episode has a score, per judging.
     pub scored: BTreeMap<String, usize>,
 }
 
@@ -83,7 +93,7 @@ impl RunProgress {
 
 /// Reads a run's progress: only the few columns it needs, never the
 /// transcripts.
-pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<RunProgress> {
+pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool, stopped: Option<String>) -> Result<RunProgress> {
     let ctx = lake.session().await?;
     let df = ctx.table(episodes::TABLE).await?.filter(col(episodes::run_id).eq(lit(spec.run_id.as_str())))?.select_columns(&[
         episodes::query_id,
@@ -97,16 +107,18 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         episodes::finished_at,
         episodes::episode_id,
         episodes::cached_prompt_tokens,
+        episodes::epoch,
     ])?;
     let batches = df.collect().await?;
-    let mut p = RunProgress { cancelled, ..Default::default() };
-    for task in spec.queries.iter().filter_map(QueryId::task) {
+    let mut p = RunProgress { cancelled, stopped, ..Default::default() };
+    for (task, _) in spec.samples().filter_map(|(q, e)| Some((q.task()?, e))) {
         p.tasks.entry(task).or_default().planned += 1;
     }
-    // Per query: whether any attempt is final, and its latest attempt's state.
-    let mut latest: BTreeMap<String, (i32, bool)> = BTreeMap::new();
-    let mut finals: HashSet<String> = HashSet::new();
-    let mut final_episodes: HashMap<String, String> = HashMap::new();
+    // Per (query, epoch): whether any attempt is final, and its latest
+    // attempt's state.
+    let mut latest: BTreeMap<(String, i32), (i32, bool)> = BTreeMap::new();
+    let mut finals: HashSet<(String, i32)> = HashSet::new();
+    let mut final_episodes: HashMap<String, (String, i32)> = HashMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for b in &batches {
         let text = |i: usize| b.column(i).as_string_opt::<i32>().cloned();
@@ -118,8 +130,9 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         let started = b.column(7).as_primitive::<TimestampSecondType>();
         let finished = b.column(8).as_primitive::<TimestampSecondType>();
         let cached = b.column(10).as_primitive::<Int64Type>();
+        let epoch = b.column(11).as_primitive::<Int32Type>();
         for r in 0..b.num_rows() {
-            let q = query.value(r).to_string();
+            let q = (query.value(r).to_string(), epoch_at(epoch, r));
             p.prompt_tokens += prompt.value(r);
             p.completion_tokens += completion.value(r);
             p.cached_prompt_tokens += if cached.is_null(r) { 0 } else { cached.value(r) };
@@ -140,7 +153,7 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         }
     }
     for (q, (_, ok)) in &latest {
-        let Some(task) = QueryId::from(q.as_str()).task() else { continue };
+        let Some(task) = QueryId::from(q.0.as_str()).task() else { continue };
         let t = p.tasks.entry(task).or_default();
         if finals.contains(q) {
             t.finished += 1;
@@ -156,12 +169,12 @@ pub async fn progress(lake: &Lake, spec: &RunSpec, cancelled: bool) -> Result<Ru
         .select_columns(&[scores::judging, scores::episode_id])?
         .collect()
         .await?;
-    let mut scored: BTreeMap<String, HashSet<&str>> = BTreeMap::new();
+    let mut scored: BTreeMap<String, HashSet<&(String, i32)>> = BTreeMap::new();
     for b in &scores {
         let (Some(judging), Some(episode)) = (b.column(0).as_string_opt::<i32>(), b.column(1).as_string_opt::<i32>()) else { continue };
         for r in 0..b.num_rows() {
             if let Some(q) = final_episodes.get(episode.value(r)) {
-                scored.entry(judging.value(r).to_string()).or_default().insert(q.as_str());
+                scored.entry(judging.value(r).to_string()).or_default().insert(q);
             }
         }
     }

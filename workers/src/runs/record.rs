@@ -1,5 +1,6 @@
 //! A run's lifecycle as the `runs` table records it: submitted (again when a
-//! rerun moves its endpoints), cancelled, and each named judging.
+//! rerun moves its endpoints or its budget), cancelled, stopped at its
+//! budget, and each named judging.
 //!
 //! Nothing here keeps state in memory between commands: `some report`,
 //! `some rerun` and the workers all read the same rows.
@@ -17,7 +18,18 @@ use crate::lake::Lake;
 pub struct RunRecord {
     pub spec: RunSpec,
     pub cancelled: bool,
+    /// Why the run stopped at its budget, if it did under its current one.
+    pub stopped: Option<String>,
     pub judgings: Vec<JudgingSpec>,
+}
+
+/// What a `stopped` event records.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stop {
+    pub reason: String,
+    /// The budget that was reached: a later submission with another budget
+    /// is not stopped by it.
+    pub budget: super::budget::RunBudget,
 }
 
 impl RunRecord {
@@ -34,6 +46,13 @@ impl RunRecord {
 pub async fn record_event(lake: &Lake, spec: &RunSpec, event: RunEvent) -> Result<()> {
     let spec_json = serde_json::to_string(spec).map_err(|e| Error::Invalid(format!("run spec: {e}")))?;
     append(lake, RunRow { run_id: spec.run_id.clone(), event, at: Timestamp::now(), spec: spec_json }).await
+}
+
+/// Records that a run reached its budget (workers drop its shards from now).
+pub async fn record_stop(lake: &Lake, spec: &RunSpec, reason: String) -> Result<()> {
+    let stop = Stop { reason, budget: spec.budget.clone() };
+    let json = serde_json::to_string(&stop).map_err(|e| Error::Invalid(format!("stop: {e}")))?;
+    append(lake, RunRow { run_id: spec.run_id.clone(), event: RunEvent::Stopped, at: Timestamp::now(), spec: json }).await
 }
 
 /// Records a new judging of a run (or new endpoints for one).
@@ -70,6 +89,14 @@ pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
     let spec: RunSpec =
         serde_json::from_str(&submitted.spec).map_err(|e| Error::Invalid(format!("run {run_id}: its stored spec does not read: {e}")))?;
     let cancelled = events.iter().any(|e| e.event == RunEvent::Cancelled && e.at >= submitted.at);
+    // Stops under the current budget; a stop is recorded only once it is
+    // reached, and spending only grows, so an older one still holds.
+    let stopped = events
+        .iter()
+        .filter(|e| e.event == RunEvent::Stopped)
+        .filter_map(|e| serde_json::from_str::<Stop>(&e.spec).ok())
+        .find(|s| s.budget == spec.budget)
+        .map(|s| s.reason);
     let mut judging_events: Vec<&RunRow> = events.iter().filter(|e| e.event == RunEvent::Judging).collect();
     judging_events.sort_by_key(|e| e.at);
     let mut judgings = vec![spec.primary_judging()];
@@ -81,5 +108,5 @@ pub async fn load_run(lake: &Lake, run_id: &RunId) -> Result<RunRecord> {
             None => judgings.push(judging),
         }
     }
-    Ok(RunRecord { spec, cancelled, judgings })
+    Ok(RunRecord { spec, cancelled, stopped, judgings })
 }

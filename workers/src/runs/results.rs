@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use datafusion::prelude::{col, lit};
-use some_schemas::{Attempt, EpisodeRow, QueryAttempt, QueryId, QueryRow, Row, RunId, ScoreRow, Task, episodes};
+use some_schemas::{Attempt, EpisodeRow, Epoch, QueryAttempt, QueryId, QueryRow, Row, RunId, ScoreRow, Task, episodes};
 
 use super::spec::RunSpec;
 use crate::error::Result;
@@ -26,24 +26,27 @@ pub async fn read_run(lake: &Lake, run_id: &RunId) -> Result<RunRows> {
     Ok(RunRows { episodes: lake.read(&ctx, filter()).await?, scores: lake.read(&ctx, filter()).await? })
 }
 
-/// The result readers take for a query: its final episode and that
-/// episode's score under one judging.
+/// The result readers take for a query in one epoch: its final episode
+/// and that episode's score under one judging.
 #[derive(Debug, Clone)]
 pub struct FinalResult {
     pub episode: EpisodeRow,
     pub score: ScoreRow,
 }
 
+/// One planned unit of a run: a query in one epoch.
+pub type Sample = (QueryId, Epoch);
+
 impl RunRows {
-    /// The final episode of each query. A shard delivered twice can leave
-    /// two final rows for a query; the latest attempt wins, then the later
-    /// finish, then the greater worker name, then the greater episode id,
-    /// so every reader picks the same.
-    pub fn final_episodes(&self) -> HashMap<&QueryId, &EpisodeRow> {
+    /// The final episode of each (query, epoch). A shard delivered twice
+    /// can leave two final rows for one; the latest attempt wins, then the
+    /// later finish, then the greater worker name, then the greater episode
+    /// id, so every reader picks the same.
+    pub fn final_episodes(&self) -> HashMap<(&QueryId, Epoch), &EpisodeRow> {
         let key = |r: &EpisodeRow| (r.attempt, r.finished_at, r.worker.clone(), r.episode_id.clone());
-        let mut finals: HashMap<&QueryId, &EpisodeRow> = HashMap::new();
+        let mut finals: HashMap<(&QueryId, Epoch), &EpisodeRow> = HashMap::new();
         for e in self.episodes.iter().filter(|e| e.is_final) {
-            let slot = finals.entry(&e.query_id).or_insert(e);
+            let slot = finals.entry((&e.query_id, e.epoch)).or_insert(e);
             if key(e) > key(slot) {
                 *slot = e;
             }
@@ -51,11 +54,12 @@ impl RunRows {
         finals
     }
 
-    /// One final result per query under `judging`: the final episode and
-    /// its score. A query whose final episode has no score under it yet is
-    /// left out. Of two scores of one episode (a judge job delivered twice),
-    /// the later one wins, then the higher, so every reader picks the same.
-    pub fn finals(&self, judging: &str) -> BTreeMap<QueryId, FinalResult> {
+    /// One final result per (query, epoch) under `judging`: the final
+    /// episode and its score. One whose final episode has no score under
+    /// it yet is left out. Of two scores of one episode (a judge job
+    /// delivered twice), the later one wins, then the higher, so every
+    /// reader picks the same.
+    pub fn finals(&self, judging: &str) -> BTreeMap<Sample, FinalResult> {
         let key = |s: &ScoreRow| (s.finished_at, s.score.to_bits(), s.judge_calls);
         let mut scores: HashMap<&str, &ScoreRow> = HashMap::new();
         for s in self.scores.iter().filter(|s| s.judging == judging) {
@@ -66,18 +70,18 @@ impl RunRows {
         }
         self.final_episodes()
             .into_iter()
-            .filter_map(|(q, e)| {
+            .filter_map(|((q, epoch), e)| {
                 let score = scores.get(e.episode_id.as_str())?;
-                Some((q.clone(), FinalResult { episode: e.clone(), score: (*score).clone() }))
+                Some(((q.clone(), epoch), FinalResult { episode: e.clone(), score: (*score).clone() }))
             })
             .collect()
     }
 
-    /// The highest attempt each query has reached.
-    pub fn last_attempts(&self) -> HashMap<&QueryId, Attempt> {
-        let mut last: HashMap<&QueryId, Attempt> = HashMap::new();
+    /// The highest attempt each (query, epoch) has reached.
+    pub fn last_attempts(&self) -> HashMap<(&QueryId, Epoch), Attempt> {
+        let mut last: HashMap<(&QueryId, Epoch), Attempt> = HashMap::new();
         for e in &self.episodes {
-            let a = last.entry(&e.query_id).or_insert(e.attempt);
+            let a = last.entry((&e.query_id, e.epoch)).or_insert(e.attempt);
             *a = (*a).max(e.attempt);
         }
         last
@@ -93,26 +97,29 @@ pub struct RerunFilter {
     pub tasks: Vec<Task>,
 }
 
-/// The queries of a run that have no final result, each with its next
-/// attempt, in the run's planned order.
+/// The (query, epoch)s of a run that have no final result, each with its
+/// next attempt, in the run's planned order.
 pub fn todo(spec: &RunSpec, rows: &RunRows, filter: &RerunFilter) -> Vec<QueryAttempt> {
     let finals = rows.final_episodes();
     let last = rows.last_attempts();
-    spec.queries
-        .iter()
-        .filter(|q| !finals.contains_key(q))
-        .filter(|q| !filter.failed_only || last.contains_key(q))
-        .filter(|q| filter.tasks.is_empty() || q.task().is_some_and(|t| filter.tasks.contains(&t)))
-        .map(|q| QueryAttempt { query_id: q.clone(), attempt: last.get(q).map_or(Attempt::FIRST, |a| a.next()) })
+    spec.samples()
+        .filter(|&(q, e)| !finals.contains_key(&(q, e)))
+        .filter(|&(q, e)| !filter.failed_only || last.contains_key(&(q, e)))
+        .filter(|(q, _)| filter.tasks.is_empty() || q.task().is_some_and(|t| filter.tasks.contains(&t)))
+        .map(|(q, epoch)| QueryAttempt { query_id: q.clone(), epoch, attempt: last.get(&(q, epoch)).map_or(Attempt::FIRST, |a| a.next()) })
         .collect()
 }
 
-/// The queries, in the run's planned order, whose final episode has no
-/// score under `judging`.
+/// The queries, in the run's planned order, with a final episode (in any
+/// epoch) that has no score under `judging`: what judge jobs take.
 pub fn unscored(spec: &RunSpec, rows: &RunRows, judging: &str) -> Vec<QueryId> {
     let finals = rows.final_episodes();
     let scored: HashSet<&str> = rows.scores.iter().filter(|s| s.judging == judging).map(|s| s.episode_id.as_str()).collect();
-    spec.queries.iter().filter(|q| finals.get(q).is_some_and(|e| !scored.contains(e.episode_id.as_str()))).cloned().collect()
+    spec.queries
+        .iter()
+        .filter(|q| Epoch::all(spec.epochs).any(|e| finals.get(&(*q, e)).is_some_and(|e| !scored.contains(e.episode_id.as_str()))))
+        .cloned()
+        .collect()
 }
 
 /// The queries a run takes: every query of `tasks` (all tasks if empty), or
@@ -219,10 +226,11 @@ mod tests {
             ],
             episodes: vec![failed, first, redelivered, unscored],
         };
+        let q1 = (QueryId::from("q1"), Epoch::FIRST);
         let primary = rows.finals(PRIMARY_JUDGING);
-        assert_eq!(primary.keys().collect::<Vec<_>>(), [&QueryId::from("q1")], "q2 has no score yet");
-        assert_eq!((primary[&QueryId::from("q1")].episode.episode_id.as_str(), primary[&QueryId::from("q1")].score.score), ("e3", 60.0));
-        assert_eq!(rows.finals("other")[&QueryId::from("q1")].score.score, 80.0);
+        assert_eq!(primary.keys().collect::<Vec<_>>(), [&q1], "q2 has no score yet");
+        assert_eq!((primary[&q1].episode.episode_id.as_str(), primary[&q1].score.score), ("e3", 60.0));
+        assert_eq!(rows.finals("other")[&q1].score.score, 80.0);
         assert!(rows.finals("nobody").is_empty());
         assert_eq!(rows.final_episodes().len(), 2);
 
@@ -230,6 +238,32 @@ mod tests {
         assert_eq!(super::unscored(&spec, &rows, PRIMARY_JUDGING), [QueryId::from("q2")]);
         assert_eq!(super::unscored(&spec, &rows, "fresh"), [QueryId::from("q1"), QueryId::from("q2")]);
         // Reruns take only what has no final episode, whatever the scores.
-        assert_eq!(todo(&spec, &rows, &RerunFilter::default()), [QueryAttempt { query_id: "q3".into(), attempt: Attempt::FIRST }]);
+        let first = |q: &str, epoch: i32| QueryAttempt { query_id: q.into(), epoch: Epoch(epoch), attempt: Attempt::FIRST };
+        assert_eq!(todo(&spec, &rows, &RerunFilter::default()), [first("q3", 1)]);
+
+        // With epochs, each (query, epoch) is a sample of its own: q1's
+        // second epoch failed once, so its rerun is attempt 2 of epoch 2.
+        let spec = spec.with_epochs(2);
+        let mut second = episode("q1", 1, "e5", false, 40);
+        second.epoch = Epoch(2);
+        let rows = RunRows { episodes: [rows.episodes, vec![second]].concat(), scores: rows.scores };
+        let again = QueryAttempt { query_id: "q1".into(), epoch: Epoch(2), attempt: Attempt(2) };
+        assert_eq!(todo(&spec, &rows, &RerunFilter::default()), [again.clone(), first("q2", 2), first("q3", 1), first("q3", 2)]);
+        assert_eq!(todo(&spec, &rows, &RerunFilter { failed_only: true, ..Default::default() }), [again]);
+        assert_eq!(rows.final_episodes().len(), 2, "finals are per epoch");
+    }
+
+    #[test]
+    fn epochs_sample_with_seeds_apart_and_one_epoch_keeps_the_agents_seed() {
+        let spec = RunSpec::new("r".into(), "m", Vec::new(), vec!["q1".into(), "q2".into()]);
+        assert_eq!((spec.seed_of(Epoch::FIRST), spec.first_attempts().len()), (None, 2));
+        let mut seeded = spec.clone();
+        seeded.agent.seed = Some(7);
+        assert_eq!(seeded.clone().with_epochs(1).seed_of(Epoch::FIRST), Some(7));
+        let three = seeded.with_epochs(3);
+        assert_eq!(three.epoch_seeds, [7, 1_000_007, 2_000_007]);
+        assert_eq!(three.seed_of(Epoch(2)), Some(1_000_007));
+        let planned: Vec<(String, i32)> = three.first_attempts().iter().map(|q| (q.query_id.to_string(), q.epoch.0)).collect();
+        assert_eq!(planned, [("q1", 1), ("q1", 2), ("q1", 3), ("q2", 1), ("q2", 2), ("q2", 3)].map(|(q, e)| (q.to_string(), e)));
     }
 }

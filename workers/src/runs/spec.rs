@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use some_jobs::agent::AgentSettings;
 use some_jobs::scorers::JudgeSettings;
 use some_jobs::tools::ToolSettings;
-use some_schemas::{Attempt, PRIMARY_JUDGING, QueryAttempt, QueryId, RunId};
+use some_schemas::{Attempt, Epoch, PRIMARY_JUDGING, QueryAttempt, QueryId, RunId};
 
 use crate::error::{Error, Result};
 
@@ -30,7 +30,26 @@ pub struct RunSpec {
     pub shard_size: usize,
     /// Episodes of one shard run at once.
     pub concurrency: usize,
+    /// How many times each query runs (`--epochs`); 1 in runs stored
+    /// before epochs.
+    #[serde(default = "one")]
+    pub epochs: u32,
+    /// The agent's sampling seed of each epoch, in order; empty when the
+    /// run has one epoch (the agent's own `seed`, if any, is used).
+    #[serde(default)]
+    pub epoch_seeds: Vec<u64>,
+    /// Where the run stops publishing work (none: never).
+    #[serde(default)]
+    pub budget: super::budget::RunBudget,
 }
+
+fn one() -> u32 {
+    1
+}
+
+/// Epoch seeds lie this far apart, beyond any episode's calls (the agent
+/// adds its call index to the seed), so no two epochs share a seed.
+pub const EPOCH_SEED_STRIDE: u64 = 1_000_000;
 
 impl RunSpec {
     /// A run of `queries` by `model` at `endpoints` (none: built in), judged
@@ -50,12 +69,41 @@ impl RunSpec {
             queries,
             shard_size: 25,
             concurrency: 8,
+            epochs: 1,
+            epoch_seeds: Vec::new(),
+            budget: Default::default(),
         }
     }
 
-    /// Every planned query as its first attempt: what a new run publishes.
+    /// Repeats every query `epochs` times, epoch `e` sampling with seed
+    /// `base + (e - 1) * EPOCH_SEED_STRIDE` (`base`: the agent's seed, or 0),
+    /// so a model that honours seeds answers each epoch differently and a
+    /// rerun of an epoch the same way. One epoch keeps the agent's seed.
+    pub fn with_epochs(mut self, epochs: u32) -> RunSpec {
+        self.epochs = epochs.max(1);
+        self.epoch_seeds = if self.epochs == 1 {
+            Vec::new()
+        } else {
+            let base = self.agent.seed.unwrap_or(0);
+            (0..u64::from(self.epochs)).map(|e| base.wrapping_add(e * EPOCH_SEED_STRIDE)).collect()
+        };
+        self
+    }
+
+    /// The agent's seed in `epoch`.
+    pub fn seed_of(&self, epoch: Epoch) -> Option<u64> {
+        let index = usize::try_from(epoch.0 - 1).ok()?;
+        self.epoch_seeds.get(index).copied().or(self.agent.seed)
+    }
+
+    /// Every planned (query, epoch), query by query in the planned order.
+    pub fn samples(&self) -> impl Iterator<Item = (&QueryId, Epoch)> {
+        self.queries.iter().flat_map(move |q| Epoch::all(self.epochs).map(move |e| (q, e)))
+    }
+
+    /// Every planned sample as its first attempt: what a new run publishes.
     pub fn first_attempts(&self) -> Vec<QueryAttempt> {
-        self.queries.iter().map(|q| QueryAttempt { query_id: q.clone(), attempt: Attempt::FIRST }).collect()
+        self.samples().map(|(q, epoch)| QueryAttempt { query_id: q.clone(), epoch, attempt: Attempt::FIRST }).collect()
     }
 
     /// The run's own judge, as a judging.

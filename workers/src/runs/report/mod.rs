@@ -4,6 +4,8 @@
 //! reference, and the paper's tool-use analyses (one-attempt success and
 //! hallucination rates).
 
+mod capacity;
+pub mod epochs;
 mod paper;
 mod render;
 
@@ -14,7 +16,7 @@ use some_jobs::agent::analysis::{ChainFailure, first_chain_failure, tool_calling
 use some_jobs::scorers::baselines::{Baseline, baselines};
 use some_jobs::solvers::oracle::Oracle;
 use some_jobs::solvers::{Solver, SolverScore, cheats, evaluate};
-use some_schemas::{QueryId, QueryRow, RunId, Task};
+use some_schemas::{Epoch, QueryId, QueryRow, RunId, Task};
 
 pub use paper::{PAPER_SCORES, PAPER_TCR, PaperRow};
 pub use render::{html, text};
@@ -30,10 +32,12 @@ use crate::world::read_queries;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskLine {
     pub task: Task,
+    /// Queries planned (each runs once per epoch).
     pub planned: usize,
-    /// Queries with a final result.
+    /// Samples (query, epoch) with a final result.
     pub done: usize,
-    /// Mean score of the final results, 0-100.
+    /// Mean score of the final results, 0-100 (over epochs: the mean over
+    /// queries of each query's mean).
     pub score: Option<f64>,
     /// Task completion rate, %.
     pub tcr: Option<f64>,
@@ -47,6 +51,8 @@ pub struct TaskLine {
     /// The majority-class baseline over every labelled query of the task in
     /// the lake: what a small sample's majority baseline stands for.
     pub lake_majority: Option<f64>,
+    /// What repeated samples say, when the run has more than one epoch.
+    pub epochs: Option<epochs::EpochFigures>,
 }
 
 /// Below this many queries in a task, a run is a smoke test: its figures
@@ -71,6 +77,8 @@ pub struct Report {
     /// The judging whose scores the report reads.
     pub judging: JudgingSpec,
     pub cancelled: bool,
+    /// Why the run stopped at its budget.
+    pub stopped: Option<String>,
     pub tasks: Vec<TaskLine>,
     pub tool_use: ToolUse,
     /// Episodes by status, final results only.
@@ -89,6 +97,8 @@ pub struct Report {
     /// Labelled queries of the lake left out of the solver rows because the
     /// lake does not hold their data.
     pub solvers_ungrounded: usize,
+    /// How many calls at once each endpoint took, and the waiting for room.
+    pub capacity: capacity::Capacity,
 }
 
 impl Report {
@@ -122,6 +132,7 @@ pub async fn build(lake: &Lake, run_id: &RunId, judging: &str) -> Result<Report>
     let queries = read_queries(lake).await?;
     let labels: HashMap<QueryId, Option<String>> = queries.iter().map(|q| (q.query_id.clone(), q.label.clone())).collect();
     let mut report = summarize(record.spec, judging, record.cancelled, &rows, &labels);
+    report.stopped = record.stopped;
     let (grounded, ungrounded) = grounded_labelled(lake, queries).await?;
     report.solvers = solver_scores(lake, &grounded).await?;
     report.solvers_ungrounded = ungrounded;
@@ -163,7 +174,8 @@ pub fn summarize(
         if planned.is_empty() {
             continue;
         }
-        let done: Vec<_> = planned.iter().filter_map(|q| finals.get(*q)).collect();
+        let done: Vec<&FinalResult> =
+            planned.iter().flat_map(|q| Epoch::all(spec.epochs).filter_map(|e| finals.get(&((*q).clone(), e)))).collect();
         let mean = |f: &dyn Fn(&FinalResult) -> f64| (!done.is_empty()).then(|| done.iter().map(|r| f(r)).sum::<f64>() / done.len() as f64);
         let tool_free: Vec<f64> = done.iter().filter(|r| r.episode.tool_calls == 0).map(|r| r.score.score).collect();
         let task_labels: Vec<&str> = planned.iter().filter_map(|q| labels.get(*q).and_then(|l| l.as_deref())).collect();
@@ -172,15 +184,17 @@ pub fn summarize(
             task,
             planned: planned.len(),
             done: done.len(),
-            score: mean(&|r| r.score.score),
+            score: epochs::reduced_mean(&done),
             tcr: mean(&|r| if r.score.completed { 100.0 } else { 0.0 }),
             tool_free: tool_free.len(),
             tool_free_score: (!tool_free.is_empty()).then(|| tool_free.iter().sum::<f64>() / tool_free.len() as f64),
             baseline: baselines(task, task_labels),
             lake_majority: baselines(task, lake_labels).map(|b| b.majority),
+            epochs: (spec.epochs > 1).then(|| epochs::figures(task, &done, spec.epochs)),
         });
     }
     let mut tool_use = ToolUse::default();
+    let mut capacity = capacity::Capacity::default();
     let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
     let (mut prompt_tokens, mut completion_tokens, mut judge_calls) = (0, 0, 0);
     for result in finals.values() {
@@ -190,6 +204,7 @@ pub fn summarize(
         completion_tokens += e.completion_tokens;
         judge_calls += i64::from(result.score.judge_calls);
         let Ok(transcript) = serde_json::from_str::<Transcript>(&e.transcript) else { continue };
+        capacity.add(&transcript);
         tool_use.episodes += 1;
         match first_chain_failure(e.task, &transcript) {
             None => tool_use.one_attempt += 1,
@@ -202,6 +217,7 @@ pub fn summarize(
         spec,
         judging,
         cancelled,
+        stopped: None,
         tasks,
         tool_use,
         statuses,
@@ -212,6 +228,7 @@ pub fn summarize(
         judge_calls,
         solvers: Vec::new(),
         solvers_ungrounded: 0,
+        capacity,
     }
 }
 

@@ -104,6 +104,77 @@ fn solvers_note(report: &Report) -> Option<String> {
     ))
 }
 
+/// Over epochs, per task: the score with its 95% interval, each epoch's
+/// mean, the spread within queries, and pass@k / pass^k with agreement for
+/// the label tasks.
+fn epochs_table(report: &Report) -> Option<Table> {
+    let epochs = report.spec.epochs;
+    if epochs < 2 {
+        return None;
+    }
+    let ks: Vec<u32> = (1..=epochs).collect();
+    let header = ["task", "queries", "score ± 95%"]
+        .iter()
+        .map(|h| h.to_string())
+        .chain((1..=epochs).map(|e| format!("epoch {e}")))
+        .chain(["spread".to_string()])
+        .chain(ks.iter().map(|k| format!("pass@{k}")))
+        .chain(ks.iter().map(|k| format!("pass^{k}")))
+        .chain(["agree".to_string()])
+        .collect();
+    let rows = report
+        .tasks
+        .iter()
+        .filter_map(|l| {
+            let f = l.epochs.as_ref()?;
+            let score = match (l.score, f.half_width) {
+                (Some(s), Some(h)) => format!("{s:.2} ± {h:.2}"),
+                (Some(s), None) => format!("{s:.2}"),
+                _ => "-".into(),
+            };
+            let label = l.task.scoring() == some_schemas::Scoring::Label;
+            let row = [l.task.code().to_string(), f.queries.to_string(), score]
+                .into_iter()
+                .chain(f.per_epoch.iter().map(|v| cell(*v)))
+                .chain([cell(f.spread)])
+                .chain(ks.iter().map(|k| if label { cell(f.pass_at[*k as usize - 1]) } else { "-".into() }))
+                .chain(ks.iter().map(|k| if label { cell(f.pass_all[*k as usize - 1]) } else { "-".into() }))
+                .chain([f.agreement.map_or("-".into(), |a| format!("{a:.1}%"))])
+                .collect();
+            Some(row)
+        })
+        .collect();
+    Some(Table {
+        title: format!("Over {epochs} epochs (seeds {:?})", report.spec.epoch_seeds),
+        header,
+        rows,
+        left: vec![0],
+        highlight: None,
+    })
+}
+
+const EPOCHS_NOTE: &str = "\
+score: the mean over queries of each query's mean over its epochs, ± half its 95% interval across queries (Student's t)
+epoch N: that epoch's mean alone; spread: the mean over queries of the standard deviation of a query's scores across epochs
+pass@k / pass^k: the chance that at least one / all of k epochs of a query are right (label tasks)
+agree: queries whose epochs all read the same label";
+
+/// Lines on what bounded the run: its budget, and the endpoints' capacity.
+fn limits(report: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(budget) = report.spec.budget.describe() {
+        lines.push(format!("budget: {budget}"));
+    }
+    if let Some(reason) = &report.stopped {
+        lines.push(format!(
+            "stopped: {reason}; the figures cover only what ran before (`some rerun {} --max-run-tokens N` goes on)",
+            report.spec.run_id
+        ));
+    }
+    lines.extend(report.capacity.lines().into_iter().map(|l| format!("endpoint {l}")));
+    lines
+}
+
 /// The report for a terminal.
 pub fn text(report: &Report) -> String {
     let spec = &report.spec;
@@ -119,7 +190,19 @@ pub fn text(report: &Report) -> String {
     let _ = writeln!(out, "judging {}: {} ({judge_how})", judging.judging, judging.judge_model);
     let planned: usize = report.tasks.iter().map(|t| t.planned).sum();
     let done: usize = report.tasks.iter().map(|t| t.done).sum();
-    let _ = writeln!(out, "queries: {done} of {planned} have a final result; {} attempts await a rerun", report.unfinished_attempts);
+    if spec.epochs > 1 {
+        let samples = planned * spec.epochs as usize;
+        let _ = writeln!(
+            out,
+            "samples: {done} of {samples} ({planned} queries × {} epochs) have a final result; {} attempts await a rerun",
+            spec.epochs, report.unfinished_attempts
+        );
+    } else {
+        let _ = writeln!(out, "queries: {done} of {planned} have a final result; {} attempts await a rerun", report.unfinished_attempts);
+    }
+    for line in limits(report) {
+        let _ = writeln!(out, "{line}");
+    }
     if report.unscored > 0 {
         let _ = writeln!(
             out,
@@ -149,6 +232,10 @@ pub fn text(report: &Report) -> String {
         let _ = writeln!(out, "{note}");
     }
     table("Task completion rate, % (the paper's Table 4)", table_rows(report, |l| l.tcr, false, &PAPER_TCR)).text(&mut out);
+    if let Some(epochs) = epochs_table(report) {
+        epochs.text(&mut out);
+        let _ = writeln!(out, "\n{EPOCHS_NOTE}");
+    }
     out.push('\n');
     let u = &report.tool_use;
     let _ = writeln!(out, "Tool use (the paper's Figures 3 and 4), over {} episodes:", u.episodes);
@@ -215,6 +302,9 @@ pub fn html(report: &Report) -> String {
     for caveat in report.caveats() {
         let _ = write!(out, "<p><strong>Note:</strong> {}</p>", escape(&caveat));
     }
+    for line in limits(report) {
+        let _ = write!(out, "<p>{}</p>", escape(&line));
+    }
     out.push_str(&chart(report));
     table("Scores (the paper's Table 3)", table_rows(report, |l| l.score, true, &PAPER_SCORES)).html(&mut out);
     let _ = write!(out, "<p class=\"legend\">{}</p>", escape(&tool_free_note(report)));
@@ -222,6 +312,10 @@ pub fn html(report: &Report) -> String {
         let _ = write!(out, "<p class=\"legend\">{}</p>", escape(&note));
     }
     table("Task completion rate, % (the paper's Table 4)", table_rows(report, |l| l.tcr, false, &PAPER_TCR)).html(&mut out);
+    if let Some(epochs) = epochs_table(report) {
+        epochs.html(&mut out);
+        let _ = write!(out, "<p class=\"legend\">{}</p>", escape(EPOCHS_NOTE));
+    }
     let _ = write!(out, "<h2>Summary</h2><pre>{}</pre></body></html>", escape(&text(report)));
     out
 }
