@@ -2,13 +2,15 @@
 //! next attempt.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use some_schemas::{RunEvent, RunId, Task};
 use some_workers::Lake;
 use some_workers::runs::{self, RerunFilter};
 
-use super::flags::ExecFlags;
+use super::flags::RunFlags;
+use super::progress::Bars;
 use super::run::execute;
 
 #[derive(Debug, Args)]
@@ -27,7 +29,7 @@ pub struct Rerun {
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
-    pub flags: ExecFlags,
+    pub flags: RunFlags,
 }
 
 impl Rerun {
@@ -49,11 +51,12 @@ impl Rerun {
             println!("run {}: every query has a final result", spec.run_id);
             return Ok(ExitCode::SUCCESS);
         }
+        let executor = self.flags.executor(lake, Arc::new(Bars::new())).await?;
         eprintln!("run {}: rerunning {} queries", spec.run_id, todo.len());
         if !self.endpoints.is_empty() {
             // Workers read the endpoints from the run's spec.
             runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         }
-        execute(lake, &spec, &todo, &self.flags, None, self.wait).await
+        execute(lake, &spec, &todo, &executor, None, self.wait).await
     }
 }
