@@ -433,6 +433,13 @@ fn a_run_through_a_compute_worker_answers_every_tool_call_as_one_process_does() 
     assert_eq!(scalar(lake, "SELECT count(*) AS n FROM runs WHERE run_id = 'refused'"), 0);
 
     run("here", &["--queue", "memory", "--kernels", "cpu"]).ok();
+    // --kernels cuda works its episodes on a GPU where one opens, and
+    // otherwise stops, saying why, before the run is recorded.
+    let cuda = run("cuda", &["--queue", "memory", "--kernels", "cuda"]);
+    if cuda.status != 0 {
+        assert!(cuda.stderr.contains("--kernels cuda: "), "{}", cuda.stderr);
+        assert_eq!(scalar(lake, "SELECT count(*) AS n FROM runs WHERE run_id = 'cuda'"), 0);
+    }
     let compute = Background::start(lake, &[("SOME_LOG".into(), "info".into())], &["worker", "--kind", "compute", "--queue", queue]);
     let _llm = worker_with(lake, queue, &["--remote-kernels"]);
     run("there", &["--queue", queue, "--wait"]).ok();
@@ -460,6 +467,9 @@ fn a_run_through_a_compute_worker_answers_every_tool_call_as_one_process_does() 
     assert!(most_clusters.is_some_and(|n| n > 1), "{here:?}");
     for (query, answers) in &here {
         assert_eq!(&there[query], answers, "query {query}: the tools answered otherwise through the compute worker");
+    }
+    if cuda.status == 0 {
+        assert_eq!(tool_answers(lake, "cuda"), here, "the tools answered otherwise on the GPU");
     }
     // The knowledge searches went to the compute worker, which kept the knowledge base.
     assert!(compute.log().contains("knowledge base kept"), "{}", compute.log());
