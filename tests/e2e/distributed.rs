@@ -2,12 +2,18 @@
 //! worker killed mid-run, a worker hung mid-run, a shard past its
 //! deadline, the broker restarted, a failing endpoint, a poison message,
 //! the object store gone. Every query ends with exactly one final result.
+//! And the compute workers: embedding jobs, and a run whose tools'
+//! similarity and clustering a compute worker process computes.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use some_tests::fleet::{Cluster, assert_one_final_each, finals, instant, scalar, submit, worker};
-use some_tests::scripted::{Reply, ScriptedEndpoint};
+use serde_json::{Value, json};
+use some_schemas::EmbeddingRow;
+use some_tests::fleet::{Cluster, assert_one_final_each, finals, instant, scalar, submit, worker, worker_with};
+use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages, text_vector};
 use some_tests::{BROKER, Background, Vhost, some, wait_until};
+use some_workers::{Lake, LakeLocation};
 
 #[test]
 fn a_worker_killed_mid_run_loses_nothing() {
@@ -250,4 +256,221 @@ fn embedding_jobs_go_through_the_queue_to_a_compute_worker() {
     assert!(wait_until(Duration::from_secs(240), || embedded() == expected), "embedded {} of {expected}", embedded());
     let dims = some(lake, &[], &["sql", "--format", "csv", "SELECT DISTINCT dim FROM embeddings"]).ok().stdout;
     assert_eq!(dims, "dim\n384\n");
+}
+
+/// The embedding model of the runs that call the vector tools: the scripted
+/// endpoint's [`text_vector`], served at `/v1/embeddings`.
+const TEXT_MODEL: &str = "scripted-text-32d";
+
+/// One JSON object per row of a query.
+fn rows(lake: &str, query: &str) -> Vec<Value> {
+    let out = some(lake, &[], &["sql", "--format", "json", query]).ok().stdout;
+    out.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+}
+
+/// Stores [`TEXT_MODEL`] vectors of the knowledge base, as `some embed
+/// knowledge` would with that model.
+fn embed_knowledge(lake: &str) -> usize {
+    let docs = rows(lake, "SELECT doc_index, content FROM knowledge ORDER BY doc_index");
+    let vectors: Vec<EmbeddingRow> = docs
+        .iter()
+        .map(|d| {
+            let v = text_vector(d["content"].as_str().unwrap());
+            EmbeddingRow {
+                id: d["doc_index"].as_i64().unwrap().to_string(),
+                dtype: "f32".into(),
+                dim: v.len() as i32,
+                vector: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                collection: "knowledge".into(),
+                model: TEXT_MODEL.into(),
+                bucket: "all".into(),
+            }
+        })
+        .collect();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let lake = Lake::open(&LakeLocation::Local(lake.into())).await.unwrap();
+        let mut txn = lake.txn();
+        txn.write_rows(vectors).await.unwrap();
+        txn.commit().await.unwrap();
+    });
+    docs.len()
+}
+
+/// A scripted agent that calls the tools whose similarity and clustering
+/// the kernels compute, as its task offers them: MID retrieves knowledge,
+/// RED searches a location's hour, clusters it and reads every cluster,
+/// SMQ searches a topic and retrieves its posts; then it answers. What it
+/// searches is picked from `windows` and `topics` by the query's text, so
+/// a query calls the same tools in any run.
+fn vector_tool_caller(windows: Vec<(String, String, String)>, topics: Vec<String>) -> ScriptedEndpoint {
+    ScriptedEndpoint::start(move |_, body| {
+        let messages = messages(body);
+        let system = messages.first().and_then(|m| m["content"].as_str()).unwrap_or_default();
+        if !system.contains("<tools>") {
+            return Reply::Text("是".into());
+        }
+        let question = messages.iter().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).unwrap_or_default();
+        let pick = question.chars().map(|c| c as usize).sum::<usize>();
+        // From a third of the way in: past the task's fixed opening words.
+        let snippet: String = question.chars().skip(question.chars().count() / 3).take(40).collect();
+        let last = messages.last().and_then(|m| m["content"].as_str()).unwrap_or_default();
+        let call = |name: &str, arguments: Value| {
+            Reply::Text(format!("<tool_call>\n{}\n</tool_call>", json!({"name": name, "arguments": arguments})))
+        };
+        let answer = Reply::Text("根据检索结果，答案是是。".into());
+        match assistant_turns(body) {
+            0 if system.contains("knowledge_retrieve") => call("knowledge_retrieve", json!({"query": snippet, "topk": 10})),
+            1 if system.contains("knowledge_retrieve") => {
+                call("knowledge_retrieve", json!({"query": "official statistics report", "topk": 3}))
+            }
+            turn if system.contains("topic_clustering") => {
+                let (location, start, end) = &windows[pick % windows.len()];
+                let folder = format!("{location}_{start}_{end}");
+                match turn {
+                    0 => call("post_search", json!({"location": location, "start_time": start, "end_time": end})),
+                    1 => call("topic_clustering", json!({"folder_name": folder})),
+                    // Past the end: the error names the number of clusters.
+                    2 => call("data_folder", json!({"folder_name": format!("{folder}_cluster"), "start_idx": 0, "end_idx": 100_000})),
+                    3 => {
+                        let n: usize = last
+                            .split("长度")
+                            .nth(1)
+                            .and_then(|r| r.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+                            .unwrap_or(1);
+                        call("data_folder", json!({"folder_name": format!("{folder}_cluster"), "start_idx": 0, "end_idx": n}))
+                    }
+                    _ => answer,
+                }
+            }
+            turn if system.contains("post_retrieve") => {
+                let topic = &topics[pick % topics.len()];
+                match turn {
+                    0 => call("topic_search", json!({"topic_name": topic})),
+                    1 => call("post_retrieve", json!({"query": snippet, "folder_name": topic, "topk": 5})),
+                    _ => answer,
+                }
+            }
+            _ => answer,
+        }
+    })
+}
+
+/// Each episode's conversation and tool records (its model calls' timings
+/// left out), by query.
+fn tool_answers(lake: &str, run: &str) -> BTreeMap<String, (Value, Value)> {
+    rows(lake, &format!("SELECT query_id, transcript FROM episodes WHERE run_id = '{run}' AND is_final"))
+        .into_iter()
+        .map(|r| {
+            let t: Value = serde_json::from_str(r["transcript"].as_str().unwrap()).unwrap();
+            (r["query_id"].as_str().unwrap().to_string(), (t["messages"].clone(), t["tool_results"].clone()))
+        })
+        .collect()
+}
+
+/// A run whose LLM worker sends the tools' similarity and clustering to a
+/// compute worker (`some worker --kind llm --remote-kernels` and `some
+/// worker --kind compute`, separate processes on RabbitMQ) gets, call for
+/// call, the tool answers of the same run worked in one process with
+/// `--queue memory --kernels cpu`.
+#[test]
+fn a_run_through_a_compute_worker_answers_every_tool_call_as_one_process_does() {
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
+    assert!(embed_knowledge(lake) > 10, "a knowledge base to search");
+    let windows: Vec<(String, String, String)> = rows(
+        lake,
+        "SELECT area, CAST(date_trunc('hour', published_at) AS VARCHAR) AS hour, count(*) AS n FROM posts \
+         WHERE source = 'raw' GROUP BY 1, 2 HAVING count(*) BETWEEN 8 AND 80 ORDER BY n DESC, area, hour LIMIT 4",
+    )
+    .into_iter()
+    .map(|r| {
+        let start = r["hour"].as_str().unwrap().replace('T', " ");
+        let start = start[..19].to_string();
+        let end = format!("{}:59:59", &start[..13]);
+        (r["area"].as_str().unwrap().to_string(), start, end)
+    })
+    .collect();
+    let topics: Vec<String> = rows(
+        lake,
+        "SELECT topic, count(*) AS n FROM posts WHERE source = 'topic' GROUP BY 1 HAVING count(*) >= 6 ORDER BY n DESC, topic LIMIT 4",
+    )
+    .into_iter()
+    .map(|r| r["topic"].as_str().unwrap().to_string())
+    .collect();
+    assert!(!windows.is_empty() && !topics.is_empty(), "{windows:?} {topics:?}");
+    let endpoint = vector_tool_caller(windows, topics);
+    let run = |id: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--run-id",
+            id,
+            "--tasks",
+            "MID,RED,SMQ",
+            "--sample",
+            "3",
+            "--model",
+            "scripted",
+            "--endpoint",
+            &endpoint.url,
+            "--embedding-model",
+            TEXT_MODEL,
+            "--embedding-endpoint",
+            &endpoint.url,
+            "--cluster-threshold",
+            "0.8",
+            "--shard-size",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        some(lake, &[], &args)
+    };
+
+    // A run that only publishes computes nothing here: --kernels is refused, before anything is recorded.
+    let refused = run("refused", &["--queue", queue, "--kernels", "cpu"]);
+    assert_eq!(refused.status, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--kernels cpu applies to episodes worked on this process"), "{}", refused.stderr);
+    assert_eq!(scalar(lake, "SELECT count(*) AS n FROM runs WHERE run_id = 'refused'"), 0);
+
+    run("here", &["--queue", "memory", "--kernels", "cpu"]).ok();
+    // --kernels cuda works its episodes on a GPU where one opens, and
+    // otherwise stops, saying why, before the run is recorded.
+    let cuda = run("cuda", &["--queue", "memory", "--kernels", "cuda"]);
+    if cuda.status != 0 {
+        assert!(cuda.stderr.contains("--kernels cuda: "), "{}", cuda.stderr);
+        assert_eq!(scalar(lake, "SELECT count(*) AS n FROM runs WHERE run_id = 'cuda'"), 0);
+    }
+    let compute = Background::start(lake, &[("SOME_LOG".into(), "info".into())], &["worker", "--kind", "compute", "--queue", queue]);
+    let _llm = worker_with(lake, queue, &["--remote-kernels"]);
+    run("there", &["--queue", queue, "--wait"]).ok();
+
+    let (here, there) = (tool_answers(lake, "here"), tool_answers(lake, "there"));
+    assert_eq!(here.len(), 9, "{here:?}");
+    assert_eq!(here.keys().collect::<Vec<_>>(), there.keys().collect::<Vec<_>>());
+    // Every tool whose vectors the kernels compare ran and answered (no error).
+    let answered: BTreeSet<&str> = here
+        .values()
+        .flat_map(|(_, tools)| tools.as_array().unwrap())
+        .filter(|t| t["error"] == false)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in ["knowledge_retrieve", "topic_clustering", "post_retrieve"] {
+        assert!(answered.contains(tool), "{tool} never answered: {here:?}");
+    }
+    // The clusterings split their folders (the last read of a folder's clusters asks for all of them).
+    let most_clusters = here
+        .values()
+        .flat_map(|(_, tools)| tools.as_array().unwrap())
+        .filter(|t| t["name"] == "data_folder" && t["error"] == false)
+        .filter_map(|t| t["arguments"]["end_idx"].as_u64())
+        .max();
+    assert!(most_clusters.is_some_and(|n| n > 1), "{here:?}");
+    for (query, answers) in &here {
+        assert_eq!(&there[query], answers, "query {query}: the tools answered otherwise through the compute worker");
+    }
+    if cuda.status == 0 {
+        assert_eq!(tool_answers(lake, "cuda"), here, "the tools answered otherwise on the GPU");
+    }
+    // The knowledge searches went to the compute worker, which kept the knowledge base.
+    assert!(compute.log().contains("knowledge base kept"), "{}", compute.log());
 }

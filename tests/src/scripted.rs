@@ -1,6 +1,8 @@
 //! A scripted OpenAI-compatible endpoint: a real HTTP server whose every
 //! reply is decided by the test, to drive the client and the agent loop
-//! through each case (call formats, malformed calls, 429, 5xx, hangs).
+//! through each case (call formats, malformed calls, 429, 5xx, hangs). It
+//! also embeds texts (`/v1/embeddings`) with [`text_vector`], so runs can
+//! call the retrieval and clustering tools without a built-in embedder.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -92,6 +94,42 @@ async fn answer(shared: &Shared, body: Value) -> Response {
     }
 }
 
+/// The dimension of [`text_vector`].
+pub const TEXT_DIM: usize = 32;
+
+/// A deterministic unit vector of a text: its characters and character
+/// pairs hashed into [`TEXT_DIM`] buckets (texts sharing words point the
+/// same way).
+pub fn text_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0f32; TEXT_DIM];
+    let chars: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let bucket = |h: u32| (h.wrapping_mul(2_654_435_761) >> 27) as usize % TEXT_DIM;
+    for (i, c) in chars.iter().enumerate() {
+        v[bucket(*c as u32)] += 1.0;
+        if let Some(next) = chars.get(i + 1) {
+            v[bucket((*c as u32).wrapping_mul(31).wrapping_add(*next as u32))] += 2.0;
+        }
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        v[0] = 1.0;
+        return v;
+    }
+    v.iter().map(|x| x / norm).collect()
+}
+
+/// `/v1/embeddings`: every input as [`text_vector`].
+async fn embeddings(Json(body): Json<Value>) -> Response {
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().map(|i| i.as_str().unwrap_or_default().to_string()).collect(),
+        _ => Vec::new(),
+    };
+    let data: Vec<Value> =
+        inputs.iter().enumerate().map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": text_vector(t)})).collect();
+    Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 0, "total_tokens": 0}})).into_response()
+}
+
 impl ScriptedEndpoint {
     /// Starts the endpoint; `policy(n, body)` answers the n-th request
     /// (from 0), given its JSON body.
@@ -120,7 +158,10 @@ impl ScriptedEndpoint {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(state);
+                let app = axum::Router::new()
+                    .route("/v1/chat/completions", axum::routing::post(chat))
+                    .route("/v1/embeddings", axum::routing::post(embeddings))
+                    .with_state(state);
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;

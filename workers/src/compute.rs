@@ -13,7 +13,8 @@
 //!   of rows) and run as they come.
 //!
 //! The answers are those of the same kernels in the LLM worker's own
-//! process; `tests/e2e/compute.rs` runs every tool both ways.
+//! process; `tests/e2e/tools.rs` runs every tool both ways, and
+//! `tests/e2e/distributed.rs` a whole run through worker processes.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -15,7 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use some_jobs::kernels::CpuKernels;
 use some_jobs::progress::{PhasesOnly, Progress};
+use some_jobs::tools::KernelService;
 use some_schemas::{JobKind, JobMessage, QueueLocation, ShardId};
 
 use crate::error::{Error, Result};
@@ -33,6 +35,8 @@ pub struct Executor {
     lake: Lake,
     config: WorkerConfig,
     progress: Arc<dyn Progress>,
+    /// The tools' similarity and clustering in episodes this process works.
+    kernels: Arc<dyn KernelService>,
     /// `None`: this process works the jobs.
     broker: Option<Broker>,
 }
@@ -77,12 +81,20 @@ impl Executor {
             QueueLocation::Memory => None,
             QueueLocation::Amqp(_) => Some(Broker { queue: crate::queue::open(location).await?, location: location.to_string() }),
         };
-        Ok(Executor { lake: lake.clone(), config, progress, broker })
+        Ok(Executor { lake: lake.clone(), config, progress, kernels: cpu_kernels(), broker })
     }
 
     /// An executor that works every job on this process.
     pub fn here(lake: &Lake, config: WorkerConfig, progress: Arc<dyn Progress>) -> Executor {
-        Executor { lake: lake.clone(), config, progress, broker: None }
+        Executor { lake: lake.clone(), config, progress, kernels: cpu_kernels(), broker: None }
+    }
+
+    /// Computes the tools' similarity and clustering of the episodes worked
+    /// on this process with `kernels` (the CPU kernels unless given). Jobs
+    /// published to a broker are computed by the workers' own kernels.
+    pub fn with_kernels(mut self, kernels: Arc<dyn KernelService>) -> Executor {
+        self.kernels = kernels;
+        self
     }
 
     /// The broker's queue and address, when workers elsewhere take the jobs.
@@ -122,7 +134,7 @@ impl Executor {
         }
         let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let worker = Worker::new(self.lake.clone(), Arc::new(queue.clone()), self.config.clone(), self.progress.clone());
+        let worker = self.worker(&queue);
         let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
         // The worker counts agents as they finish; the driver only names phases.
         let done = drive(&self.lake, &queue, spec, until, &PhasesOnly(self.progress.as_ref())).await;
@@ -167,14 +179,23 @@ impl Executor {
     /// process; returns once every job is settled, with the dead letters.
     async fn work_here(&self, queue: MemoryQueue, kind: JobKind) -> Result<Vec<DeadLetter>> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let worker = Worker::new(self.lake.clone(), Arc::new(queue.clone()), self.config.clone(), self.progress.clone());
-        let running = tokio::spawn(worker.run(kind, stopped));
+        let running = tokio::spawn(self.worker(&queue).run(kind, stopped));
         queue.drained(kind).await;
         let _ = stop.send(true);
         let _ = running.await;
         self.progress.finish();
         queue.dead_letters(kind).await
     }
+
+    /// A worker on this process taking jobs from `queue`.
+    fn worker(&self, queue: &MemoryQueue) -> Arc<Worker> {
+        Worker::with_kernels(self.lake.clone(), Arc::new(queue.clone()), self.config.clone(), self.progress.clone(), self.kernels.clone())
+    }
+}
+
+/// The kernels of in-process work unless told otherwise (as [`Worker::new`]'s).
+fn cpu_kernels() -> Arc<dyn KernelService> {
+    Arc::new(Arc::new(CpuKernels::default()))
 }
 
 /// What [`Executor::ingest`] did.

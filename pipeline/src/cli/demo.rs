@@ -24,7 +24,7 @@ use some_workers::runs::plan_queries;
 use some_workers::sim::{KnowledgeSource, PersonaSet};
 use some_workers::world::{ingest_queries, read_queries, world_posts, write_world};
 
-use super::flags::{BudgetFlags, DEFAULT_MODEL, ExecFlags, JudgeFlags, ModelFlags, QueueFlags};
+use super::flags::{BudgetFlags, DEFAULT_MODEL, ExecFlags, JudgeFlags, KernelsFlag, ModelFlags, QueueFlags, RunFlags};
 use super::progress::Bars;
 use super::run::Run;
 use super::sim::{BrowseName, LookBack, PresetName, RelevanceName, SimReportCmd, SimRun};
@@ -136,7 +136,7 @@ impl Demo {
             run_id: None,
             html: None,
             wait: false,
-            flags: demo_flags(threads),
+            flags: RunFlags { exec: demo_flags(threads), kernels: KernelsFlag::default() },
         };
         let code = run.run_with_html(lake, Some(&self.html)).await?;
 

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use clap::Args;
 use some_jobs::kernels::{BUILT_WITH_CUDA, KernelChoice, Kernels, select_kernels};
+use some_jobs::progress::Progress;
 use some_jobs::prompts::Prompts;
 use some_jobs::scorers::JudgeSettings;
 use some_schemas::QueueLocation;
 use some_workers::Lake;
+use some_workers::executor::Executor;
 use some_workers::lake::AsOf;
 use some_workers::llm::ClientSettings;
 use some_workers::runs::budget::{RunBudget, read_prices};
@@ -212,24 +214,62 @@ impl JudgeFlags {
 }
 
 /// Which kernels this process computes similarity and clustering with.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct KernelsFlag {
     /// cpu, cuda (a GPU, else an error) or auto (a GPU if there is one,
-    /// else the CPU).
-    #[arg(long, default_value_t = KernelChoice::Auto, value_name = "cpu|cuda|auto")]
-    pub kernels: KernelChoice,
+    /// else the CPU); auto if not given.
+    #[arg(long, value_name = "cpu|cuda|auto")]
+    pub kernels: Option<KernelChoice>,
 }
 
 impl KernelsFlag {
+    /// The choice: as given, else `auto`.
+    pub fn choice(&self) -> KernelChoice {
+        self.kernels.unwrap_or_default()
+    }
+
     /// The kernels chosen; says once in the log which, and for `auto` on
     /// the CPU why (a warning in a `cuda` build).
     pub fn open(&self) -> anyhow::Result<Arc<dyn Kernels>> {
-        let selected = select_kernels(self.kernels).map_err(anyhow::Error::msg)?;
+        let selected = select_kernels(self.choice()).map_err(anyhow::Error::msg)?;
         match &selected.note {
             Some(note) if BUILT_WITH_CUDA => tracing::warn!("{note}"),
             Some(note) => tracing::info!("{note}"),
             None => tracing::info!("kernels: {}", selected.kernels.name()),
         }
         Ok(selected.kernels)
+    }
+}
+
+/// Where a run's episodes go and, when this process works them, the
+/// kernels their tools compute with: shared by run and rerun.
+#[derive(Debug, Args)]
+pub struct RunFlags {
+    #[command(flatten)]
+    pub exec: ExecFlags,
+    // The kernels of the tools' similarity and clustering in episodes
+    // worked on this process (`--queue memory`). With a broker the
+    // workers' kernels compute them, and the flag is refused.
+    #[command(flatten)]
+    pub kernels: KernelsFlag,
+}
+
+impl RunFlags {
+    /// The executor of `--queue`, refusing `--kernels` with a broker
+    /// (this process only publishes; the workers' `--kernels` and
+    /// `--remote-kernels` decide) before anything is recorded.
+    pub async fn executor(&self, lake: &Lake, progress: Arc<dyn Progress>) -> anyhow::Result<Executor> {
+        let queue = &self.exec.jobs.queue;
+        if queue.broker_url().is_some() {
+            if let Some(choice) = self.kernels.kernels {
+                anyhow::bail!(
+                    "--kernels {choice} applies to episodes worked on this process (--queue memory): with a broker they are \
+                     published, and each worker's own --kernels (or --remote-kernels and a compute worker's --kernels) decides"
+                );
+            }
+            return Ok(Executor::open(lake, queue, self.exec.worker(), progress).await?);
+        }
+        let kernels = self.kernels.open()?;
+        Ok(Executor::open(lake, queue, self.exec.worker(), progress).await?.with_kernels(Arc::new(kernels)))
     }
 }

@@ -2,13 +2,15 @@
 //! next attempt.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use some_schemas::{RunEvent, RunId, Task};
 use some_workers::Lake;
 use some_workers::runs::{self, RerunFilter};
 
-use super::flags::{BudgetFlags, ExecFlags};
+use super::flags::{BudgetFlags, RunFlags};
+use super::progress::Bars;
 use super::run::execute;
 
 #[derive(Debug, Args)]
@@ -31,7 +33,7 @@ pub struct Rerun {
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
-    pub flags: ExecFlags,
+    pub flags: RunFlags,
 }
 
 impl Rerun {
@@ -58,12 +60,13 @@ impl Rerun {
             println!("run {}: every query has a final result", spec.run_id);
             return Ok(ExitCode::SUCCESS);
         }
+        let executor = self.flags.executor(lake, Arc::new(Bars::new())).await?;
         let what = if spec.epochs > 1 { "samples (query, epoch)" } else { "queries" };
         eprintln!("run {}: rerunning {} {what}", spec.run_id, todo.len());
         if !self.endpoints.is_empty() || self.budget.given() {
             // Workers read the endpoints and the budget from the run's spec.
             runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         }
-        execute(lake, &spec, &todo, &self.flags, None, self.wait).await
+        execute(lake, &spec, &todo, &executor, None, self.wait).await
     }
 }

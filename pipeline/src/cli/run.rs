@@ -18,7 +18,7 @@ use some_workers::runs::{self, RunSpec, progress};
 use some_workers::world::read_queries;
 
 use super::failures::report_failures;
-use super::flags::{BudgetFlags, ExecFlags, JudgeFlags, ModelFlags};
+use super::flags::{BudgetFlags, JudgeFlags, ModelFlags, RunFlags};
 use super::progress::Bars;
 use super::report::print_report;
 
@@ -90,7 +90,7 @@ pub struct Run {
     #[arg(long)]
     pub wait: bool,
     #[command(flatten)]
-    pub flags: ExecFlags,
+    pub flags: RunFlags,
 }
 
 impl Run {
@@ -137,7 +137,7 @@ impl Run {
             judge: self.judge.settings()?,
             queries: planned,
             shard_size: self.shard_size.max(1),
-            concurrency: self.flags.calls.max(1),
+            concurrency: self.flags.exec.calls.max(1),
             epochs: 1,
             epoch_seeds: Vec::new(),
             budget,
@@ -155,11 +155,12 @@ impl Run {
         // Fail before recording anything if the models cannot be reached.
         some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
         some_workers::llm::check_chat_model(&spec.judge_model, &spec.judge_endpoints)?;
+        let executor = self.flags.executor(lake, Arc::new(Bars::new())).await?;
         runs::record_event(lake, &spec, RunEvent::Submitted).await?;
         let epochs = if spec.epochs > 1 { format!(" × {} epochs", spec.epochs) } else { String::new() };
         eprintln!("run {}: {} queries{epochs}, agent {}, judge {}", spec.run_id, spec.queries.len(), spec.model, spec.judge_model);
         let todo = spec.first_attempts();
-        execute(lake, &spec, &todo, &self.flags, html, self.wait).await
+        execute(lake, &spec, &todo, &executor, html, self.wait).await
     }
 }
 
@@ -169,12 +170,11 @@ pub(super) async fn execute(
     lake: &Lake,
     spec: &RunSpec,
     todo: &[QueryAttempt],
-    flags: &ExecFlags,
+    executor: &Executor,
     html: Option<&Path>,
     wait: bool,
 ) -> anyhow::Result<ExitCode> {
     let again = format!("`some rerun {}` runs what is missing", spec.run_id);
-    let executor = Executor::open(lake, &flags.jobs.queue, flags.worker(), Arc::new(Bars::new())).await?;
     let wave = todo.iter().map(|q| q.attempt.0).max().unwrap_or(1) as u32;
     let remote = executor.broker().is_some();
     let publish = |queue: Arc<dyn Queue>| async move {
