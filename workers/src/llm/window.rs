@@ -59,7 +59,7 @@ pub struct Ticket<'w> {
 
 impl Ticket<'_> {
     /// Frees the place and adapts the window to what the call found; true
-    /// if this halved the window.
+    /// if this halved the window (took calls at once down).
     pub fn release(mut self, outcome: Outcome) -> bool {
         self.released = true;
         self.window.release(self.generation, outcome)
@@ -159,10 +159,13 @@ impl Window {
                 false
             }
             Outcome::PushedBack if generation == s.generation => {
+                // At one call at once there is nothing to halve: the
+                // growth only turns additive, and nothing is reported.
+                let before = s.allowed();
                 s.limit = (s.limit / 2.0).max(1.0);
                 s.threshold = s.limit;
                 s.generation += 1;
-                true
+                s.allowed() < before
             }
             Outcome::PushedBack | Outcome::Neutral => false,
         }
@@ -249,6 +252,7 @@ mod tests {
             t.release(Outcome::PushedBack);
         }
         assert_eq!(w.limit(), 1);
+        assert!(!w.try_take().unwrap().release(Outcome::PushedBack), "at one there is nothing to halve");
     }
 
     #[test]
