@@ -1,7 +1,8 @@
 //! Runs through the real RabbitMQ with worker processes, under faults: a
 //! worker killed mid-run, a worker hung mid-run, a shard past its
 //! deadline, the broker restarted, a failing endpoint, a poison message,
-//! the object store gone. Every query ends with exactly one final result.
+//! the object store gone (for seconds, and for longer than a shard's
+//! delivery limit would last). Every query ends with exactly one final result.
 //! And the compute workers: embedding jobs, and a run whose tools'
 //! similarity and clustering a compute worker process computes.
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use some_schemas::EmbeddingRow;
 use some_tests::fleet::{Cluster, assert_one_final_each, finals, instant, scalar, submit, worker, worker_with};
-use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, messages, text_vector};
+use some_tests::scripted::{Reply, ScriptedEndpoint, assistant_turns, is_agent, messages, text_vector};
 use some_tests::{BROKER, Background, Vhost, some, wait_until};
 use some_workers::{Lake, LakeLocation};
 
@@ -225,6 +226,107 @@ fn the_object_store_going_away_for_ten_seconds_loses_nothing() {
     assert_eq!(count(&dupes), Some(0));
     // Every committed file reads whole (a partial Parquet file would fail here).
     assert!(count("SELECT count(*) AS n FROM scores").is_some());
+}
+
+/// The object store down for longer than a shard's deliveries would last
+/// if each failure counted (delivery limit 1 here, S3 requests retried for
+/// 2 s: a failing shard used to be dead-lettered within seconds of the
+/// outage), while the agents' tool calls read the world from it: the
+/// failed shards are deferred, not counted, and once the store is back
+/// the run finishes with one final result per query, every one of them
+/// having made its tool call, and nothing dead-lettered.
+#[test]
+fn a_store_outage_longer_than_the_delivery_limit_allows_dead_letters_nothing() {
+    let _shared = BROKER.read().unwrap_or_else(|p| p.into_inner());
+    let vhost = Vhost::create();
+    let queue = &vhost.url();
+    let mut s3 = some_tests::S3Server::start("lake");
+    let mut env = s3.env();
+    env.push(("SOME_DELIVERY_LIMIT".into(), "1".into()));
+    env.push(("SOME_STORE_RETRY_TIMEOUT".into(), "2".into()));
+    let lake = "s3://lake/outage";
+    some(lake, &env, &["ingest", "queries"]).ok();
+    some(lake, &env, &["synth", "--scale", "small"]).ok();
+    let sql = |query: &str| -> Option<String> {
+        let out = some(lake, &env, &["sql", "--format", "csv", query]);
+        (out.status == 0).then(|| out.stdout.lines().nth(1).unwrap_or_default().to_string())
+    };
+    let topic = sql("SELECT topic FROM posts WHERE source = 'topic' GROUP BY topic ORDER BY count(*) DESC, topic LIMIT 1").unwrap();
+    // Each SMQ episode searches the topic's posts (a read of the store),
+    // then answers; slowly enough that the run is under way when the
+    // store goes.
+    let endpoint = ScriptedEndpoint::start(move |_, body| {
+        if !is_agent(body) {
+            return Reply::Text("是".into());
+        }
+        match assistant_turns(body) {
+            0 => Reply::Delayed(
+                Duration::from_millis(200),
+                format!("<tool_call>\n{}\n</tool_call>", json!({"name": "topic_search", "arguments": {"topic_name": topic}})),
+            ),
+            _ => Reply::Delayed(Duration::from_millis(200), "是".into()),
+        }
+    });
+    let out = some(
+        lake,
+        &env,
+        &[
+            "run",
+            "--queue",
+            queue,
+            "--tasks",
+            "SMQ",
+            "--sample",
+            "40",
+            "--model",
+            "scripted",
+            "--endpoint",
+            &endpoint.url,
+            "--shard-size",
+            "4",
+        ],
+    )
+    .ok();
+    let line = out.stderr.lines().find(|l| l.starts_with("run ")).unwrap_or_else(|| panic!("{}", out.stderr)).to_string();
+    let id = line["run ".len()..].split(':').next().unwrap().to_string();
+    let planned: usize = line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    let workers: Vec<Background> = (0..2)
+        .map(|_| {
+            Background::start(
+                lake,
+                &env,
+                &["worker", "--queue", queue, "--concurrency", "2", "--calls", "4", "--retries", "2", "--timeout", "5"],
+            )
+        })
+        .collect();
+    let count = |query: &str| sql(query).and_then(|v| v.parse::<usize>().ok());
+    let finals = format!("SELECT count(DISTINCT query_id) AS n FROM episodes WHERE run_id = '{id}' AND is_final");
+    assert!(wait_until(Duration::from_secs(60), || count(&finals).unwrap_or(0) >= 4), "no progress");
+    s3.stop();
+    let before = count(&finals);
+    assert!(before.is_none(), "the store still answers");
+    std::thread::sleep(Duration::from_secs(15));
+    s3.restart();
+    assert!(
+        wait_until(Duration::from_secs(90), || count(&finals) == Some(planned)),
+        "the run did not finish: {:?} of {planned}",
+        count(&finals)
+    );
+    let failed_in_outage = workers.iter().filter(|w| w.log().contains("job failed while the object store does not answer")).count();
+    assert!(failed_in_outage > 0, "no job failed during the outage: the test proves nothing");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let broker = rt.block_on(some_workers::queue::RabbitQueue::connect(queue, 1)).unwrap();
+    let broker: &dyn some_workers::queue::Queue = &broker;
+    for kind in [some_schemas::JobKind::Episode, some_schemas::JobKind::Judge] {
+        let dead = rt.block_on(broker.dead_letters(kind)).unwrap();
+        assert!(dead.is_empty(), "{kind:?} dead-lettered: {:?}", dead.iter().map(|d| &d.reason).collect::<Vec<_>>());
+    }
+    let dupes = format!(
+        "SELECT count(*) AS n FROM (SELECT query_id FROM episodes WHERE run_id = '{id}' AND is_final GROUP BY query_id HAVING count(*) > 1)"
+    );
+    assert_eq!(count(&dupes), Some(0), "a query has two final results");
+    let searched = format!("SELECT count(*) AS n FROM episodes WHERE run_id = '{id}' AND is_final AND transcript LIKE '%topic_search%'");
+    assert_eq!(count(&searched), Some(planned), "an episode is missing its tool call");
 }
 
 #[test]

@@ -103,6 +103,47 @@ async fn a_dead_letter_keeps_its_reason(q: &dyn Queue) {
     depth_settles(q, kind, 0).await;
 }
 
+/// A deferred delivery comes back without counting toward the limit, as
+/// often as it is deferred (past the limit), and says it was delivered
+/// before; the deliveries that count go on from where they were, and the
+/// retry of the last allowed one dead-letters.
+async fn deferred_deliveries_do_not_count(q: &dyn Queue) {
+    let kind = JobKind::Sim;
+    q.publish(kind, b"waiting".to_vec()).await.unwrap();
+    let mut c = q.consume(kind, 1).await.unwrap();
+    let first = next(&mut c, "the first delivery").await;
+    assert!(!first.redelivered());
+    first.defer().await.unwrap();
+    let again = next(&mut c, "the deferred first delivery").await;
+    assert_eq!((again.body.as_slice(), again.delivery_count, again.deferred), (b"waiting".as_slice(), 0, 1));
+    assert!(again.redelivered(), "a deferred delivery was delivered before");
+    again.retry().await.unwrap();
+    for deferred in 1..=LIMIT + 2 {
+        let d = next(&mut c, "a deferred delivery").await;
+        assert_eq!((d.body.as_slice(), d.delivery_count, d.deferred), (b"waiting".as_slice(), 1, deferred));
+        assert!(d.redelivered() && !d.is_last_try());
+        d.defer().await.unwrap();
+    }
+    assert!(q.dead_letters(kind).await.unwrap().is_empty(), "deferrals past the limit dead-lettered the message");
+    for count in 1..=LIMIT {
+        let d = next(&mut c, "a retried delivery after deferrals").await;
+        assert_eq!((d.body.as_slice(), d.delivery_count, d.deferred), (b"waiting".as_slice(), count, LIMIT + 3));
+        assert_eq!(d.is_last_try(), count == LIMIT);
+        d.retry().await.unwrap();
+    }
+    let mut dead = Vec::new();
+    for _ in 0..100 {
+        dead = q.dead_letters(kind).await.unwrap();
+        if !dead.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].body, b"waiting");
+    depth_settles(q, kind, 0).await;
+}
+
 /// Every case, on a fresh queue from `open`.
 async fn conforms<F, Fut>(open: F)
 where
@@ -113,6 +154,7 @@ where
     an_unsettled_delivery_comes_back(open().await.as_ref()).await;
     retries_past_the_limit_dead_letter(open().await.as_ref()).await;
     a_dead_letter_keeps_its_reason(open().await.as_ref()).await;
+    deferred_deliveries_do_not_count(open().await.as_ref()).await;
 }
 
 #[tokio::test]

@@ -114,7 +114,7 @@ impl Executor {
         LF: Future<Output = Result<Look>>,
     {
         let Some(broker) = &self.broker else {
-            let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
+            let queue = MemoryQueue::new(crate::queue::delivery_limit());
             publish(Arc::new(queue.clone())).await?;
             self.progress.phase(work.phase, Some(work.units as u64));
             let dead = self.work_here(queue, work.kind).await?;
@@ -132,7 +132,7 @@ impl Executor {
         if let Some(broker) = &self.broker {
             return drive(&self.lake, broker.queue.as_ref(), spec, until, self.progress.as_ref()).await;
         }
-        let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
+        let queue = MemoryQueue::new(crate::queue::delivery_limit());
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let worker = self.worker(&queue);
         let working = tokio::spawn(worker.run(JobKind::Sim, stopped));
@@ -156,7 +156,7 @@ impl Executor {
             ingest::publish(broker.queue.as_ref(), &manifest.id, &units).await?;
             return Ok(Ingested::Published { id: manifest.id, units: units.len() });
         }
-        let queue = MemoryQueue::new(crate::queue::DELIVERY_LIMIT);
+        let queue = MemoryQueue::new(crate::queue::delivery_limit());
         ingest::publish(&queue, &manifest.id, &units).await?;
         self.progress.phase("release units", Some(units.len() as u64));
         let dead = self.work_here(queue, JobKind::Ingest).await?;

@@ -8,10 +8,18 @@
 //! - the worker dies or hangs: its deliveries are unacknowledged, and the
 //!   broker (on the lost connection or missed heartbeats) or the in-process
 //!   queue (on drop) delivers them again;
-//! - a job runs past the job deadline, or its commit fails (the object
-//!   store is down), or its model endpoint does: it is requeued after a
-//!   pause that doubles with each delivery; its last allowed delivery is
-//!   dead-lettered with the error instead;
+//! - a job fails while the object store does not answer (its reads or its
+//!   commit failed because the store is down): the outage is not the
+//!   job's fault, so it does not count toward the job's delivery limit.
+//!   The worker waits for the store (up to a pause that doubles with each
+//!   such failure, to 32 s) and defers the delivery ([`Delivery::defer`]);
+//!   the next delivery is still a redelivery to the handler. A store down
+//!   for an hour dead-letters nothing;
+//! - a job runs past the job deadline, or fails in another way that may
+//!   pass (its model endpoint is down, a read failed while the store
+//!   answers): it is requeued after a pause that doubles with each
+//!   delivery; its last allowed delivery is dead-lettered with the error
+//!   instead;
 //! - a message that cannot be read, or names a run, judging or ingestion
 //!   the lake does not have, or a release file that cannot be read:
 //!   dead-lettered at once with the reason;
@@ -23,7 +31,7 @@
 //!   deterministically).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use some_jobs::kernels::CpuKernels;
 use some_jobs::progress::Progress;
@@ -64,9 +72,14 @@ impl Default for WorkerConfig {
 
 /// How long a failed delivery is held before it is requeued: doubling
 /// from 1 s, so the deliveries a queue allows span about half a minute.
+/// A delivery deferred for a store outage waits as long at most, by its
+/// deferrals.
 fn retry_pause(earlier_deliveries: u32) -> Duration {
     Duration::from_secs(1 << earlier_deliveries.min(5))
 }
+
+/// How long the store has to answer the worker's probe after a failed job.
+const STORE_PROBE: Duration = Duration::from_secs(5);
 
 pub struct Worker {
     lake: Lake,
@@ -146,7 +159,7 @@ impl Worker {
                     client: &self.config.client,
                     threads: self.config.threads,
                     progress: self.progress.as_ref(),
-                    redelivered: delivery.delivery_count > 0,
+                    redelivered: delivery.redelivered(),
                 };
                 let outcome = match tokio::time::timeout(self.config.deadline, self.run_job(&job, &ctx)).await {
                     Ok(outcome) => outcome,
@@ -161,6 +174,18 @@ impl Worker {
             Err(e) if !e.is_retryable() => {
                 tracing::error!(error = %named(&e.to_string()), "dead-lettering a job");
                 delivery.dead_letter(&named(&e.to_string())).await
+            }
+            Err(e) if !self.lake.store_answers(STORE_PROBE).await => {
+                // The store is down: not this job's failure. Deferred, the
+                // delivery does not count toward the limit, so an outage
+                // of any length dead-letters nothing. Not held until the
+                // store is back: the broker takes back a delivery held
+                // unsettled too long (RabbitMQ's consumer timeout), and
+                // counts it.
+                let pause = retry_pause(delivery.deferred);
+                tracing::warn!(error = %named(&e.to_string()), pause_s = pause.as_secs(), "job failed while the object store does not answer; deferring it");
+                self.wait_for_store(pause).await;
+                delivery.defer().await
             }
             Err(e) if delivery.is_last_try() => {
                 let reason = named(&format!("gave up after {} deliveries: {e}", delivery.delivery_count + 1));
@@ -179,6 +204,21 @@ impl Worker {
         if let Err(e) = settled {
             // The delivery comes back when the connection does.
             tracing::warn!(error = %e, "could not settle a delivery");
+        }
+    }
+
+    /// Waits until the store answers, or `at_most` has passed.
+    async fn wait_for_store(&self, at_most: Duration) {
+        let until = Instant::now() + at_most;
+        loop {
+            let step = Duration::from_secs(1).min(until.saturating_duration_since(Instant::now()));
+            if step.is_zero() {
+                return;
+            }
+            tokio::time::sleep(step).await;
+            if self.lake.store_answers(STORE_PROBE).await {
+                return;
+            }
         }
     }
 

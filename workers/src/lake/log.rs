@@ -254,6 +254,18 @@ struct LastCheckpoint {
 }
 
 impl Lake {
+    /// Whether the object store answers within `within`: a read of the
+    /// log's first commit that finds it, or finds it missing, is an answer;
+    /// an error or silence is not (the store is down or out of reach). The
+    /// worker asks this when a job fails, to tell an outage from a failing
+    /// job.
+    pub async fn store_answers(&self, within: std::time::Duration) -> bool {
+        match tokio::time::timeout(within, self.store.head(&self.commit_path(0))).await {
+            Ok(Ok(_)) | Ok(Err(object_store::Error::NotFound { .. })) => true,
+            Ok(Err(_)) | Err(_) => false,
+        }
+    }
+
     fn commit_path(&self, version: u64) -> Path {
         self.path(&format!("_log/{version:020}.json"))
     }

@@ -180,6 +180,13 @@ impl Lake {
                         builder = builder.with_region("us-east-1");
                     }
                 }
+                // How long one request keeps retrying before its operation
+                // fails (3 minutes unless `SOME_STORE_RETRY_TIMEOUT` says
+                // otherwise, in seconds).
+                if let Some(secs) = env("SOME_STORE_RETRY_TIMEOUT").and_then(|v| v.parse::<u64>().ok()) {
+                    let retry = object_store::RetryConfig { retry_timeout: std::time::Duration::from_secs(secs), ..Default::default() };
+                    builder = builder.with_retry(retry);
+                }
                 let store = builder.build().map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;
                 let store_url = Url::parse(&format!("s3://{bucket}/"))
                     .map_err(|e| Error::Location { location: location.to_string(), message: e.to_string() })?;

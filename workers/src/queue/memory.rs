@@ -1,6 +1,6 @@
 //! The in-process queue of the embedded default: the broker's semantics
-//! (prefetch, requeue of unsettled deliveries, delivery limit, dead letters)
-//! without a broker.
+//! (prefetch, requeue of unsettled deliveries, delivery limit, dead letters,
+//! deferral) without a broker.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,10 @@ use crate::error::{Error, Result};
 
 struct Message {
     body: Vec<u8>,
+    /// Deliveries that count toward the limit.
     deliveries: u32,
+    /// Deliveries that were deferred.
+    deferred: u32,
 }
 
 #[derive(Default)]
@@ -68,7 +71,7 @@ impl MemoryQueue {
 #[async_trait::async_trait]
 impl Queue for MemoryQueue {
     async fn publish(&self, kind: JobKind, body: Vec<u8>) -> Result<()> {
-        self.shared.lock().ready.entry(kind).or_default().push_back(Message { body, deliveries: 0 });
+        self.shared.lock().ready.entry(kind).or_default().push_back(Message { body, deliveries: 0, deferred: 0 });
         self.shared.changed.notify_waiters();
         Ok(())
     }
@@ -105,12 +108,12 @@ impl Deliveries for Consumer {
                 let mut state = self.shared.lock();
                 if let Some(mut message) = state.ready.get_mut(&self.kind).and_then(VecDeque::pop_front) {
                     *state.unsettled.entry(self.kind).or_default() += 1;
-                    let delivery_count = message.deliveries;
+                    let (delivery_count, deferred) = (message.deliveries, message.deferred);
                     message.deliveries += 1;
                     let body = message.body.clone();
                     let settle = MemorySettle { shared: self.shared.clone(), kind: self.kind, held: Mutex::new(Some((message, permit))) };
                     let limit = self.shared.limit;
-                    return Some(Ok(Delivery { body, delivery_count, limit, settle: Box::new(settle) }));
+                    return Some(Ok(Delivery { body, delivery_count, deferred, limit, settle: Box::new(settle) }));
                 }
             }
             notified.await;
@@ -130,6 +133,8 @@ struct MemorySettle {
 enum Outcome {
     Done,
     Requeue,
+    /// Requeued without counting the delivery.
+    Defer,
     Dead(String),
 }
 
@@ -150,6 +155,10 @@ impl MemorySettle {
         match outcome {
             Outcome::Done => {}
             Outcome::Requeue => state.ready.entry(self.kind).or_default().push_back(message),
+            Outcome::Defer => {
+                let message = Message { deliveries: message.deliveries - 1, deferred: message.deferred + 1, ..message };
+                state.ready.entry(self.kind).or_default().push_back(message);
+            }
             Outcome::Dead(reason) => state.dead.entry(self.kind).or_default().push(DeadLetter { body: message.body, reason }),
         }
         drop(state);
@@ -171,6 +180,10 @@ impl Settle for MemorySettle {
     }
     async fn retry(&self) -> Result<()> {
         self.settle(Outcome::Requeue);
+        Ok(())
+    }
+    async fn defer(&self) -> Result<()> {
+        self.settle(Outcome::Defer);
         Ok(())
     }
     async fn dead_letter(&self, reason: &str) -> Result<()> {

@@ -9,6 +9,10 @@
 //! - [`Delivery::retry`] gives it back for another try; once a message has
 //!   been delivered more than the delivery limit, or is
 //!   [`Delivery::dead_letter`]ed, it goes to the kind's dead-letter queue.
+//! - [`Delivery::defer`] gives it back for another try that does not count
+//!   toward the limit (the worker defers a job that failed while the
+//!   object store was down: the outage is not the job's fault); the next
+//!   delivery still says it was delivered before.
 //!
 //! [`rpc`] is the other use of the broker: requests a caller waits on.
 
@@ -28,8 +32,16 @@ pub use rabbit::RabbitQueue;
 
 use crate::error::Result;
 
-/// How often a message may be delivered before it is dead-lettered.
+/// How often a message may be delivered before it is dead-lettered, unless
+/// `SOME_DELIVERY_LIMIT` says otherwise (see [`delivery_limit`]).
 pub const DELIVERY_LIMIT: u32 = 5;
+
+/// The delivery limit the queues are opened with: `SOME_DELIVERY_LIMIT`, else
+/// [`DELIVERY_LIMIT`]. Every process on one broker must use the same one:
+/// RabbitMQ refuses to declare a queue again with another limit.
+pub fn delivery_limit() -> u32 {
+    std::env::var("SOME_DELIVERY_LIMIT").ok().and_then(|v| v.parse().ok()).unwrap_or(DELIVERY_LIMIT)
+}
 
 /// A queue of jobs, by kind.
 #[async_trait::async_trait]
@@ -58,14 +70,22 @@ pub trait Deliveries: Send {
 pub trait Settle: Send + Sync {
     async fn ack(&self) -> Result<()>;
     async fn retry(&self) -> Result<()>;
+    /// Gives the message back for another try that does not count toward
+    /// the delivery limit: the next delivery has the same `delivery_count`
+    /// and one more `deferred`.
+    async fn defer(&self) -> Result<()>;
     async fn dead_letter(&self, reason: &str) -> Result<()>;
 }
 
 /// One delivered message.
 pub struct Delivery {
     pub body: Vec<u8>,
-    /// Earlier deliveries of this message (0 the first time).
+    /// Earlier deliveries of this message that count toward the limit (0
+    /// the first time).
     pub delivery_count: u32,
+    /// Earlier deliveries of this message that were deferred: they do not
+    /// count toward the limit.
+    pub deferred: u32,
     /// The queue's delivery limit.
     pub limit: u32,
     pub settle: Box<dyn Settle>,
@@ -78,11 +98,20 @@ impl Delivery {
         self.delivery_count >= self.limit
     }
 
+    /// Whether the message was delivered before, counted or deferred (part
+    /// of its work may be committed).
+    pub fn redelivered(&self) -> bool {
+        self.delivery_count > 0 || self.deferred > 0
+    }
+
     pub async fn ack(&self) -> Result<()> {
         self.settle.ack().await
     }
     pub async fn retry(&self) -> Result<()> {
         self.settle.retry().await
+    }
+    pub async fn defer(&self) -> Result<()> {
+        self.settle.defer().await
     }
     pub async fn dead_letter(&self, reason: &str) -> Result<()> {
         self.settle.dead_letter(reason).await
@@ -100,8 +129,8 @@ pub struct DeadLetter {
 /// connection to the broker.
 pub async fn open(location: &QueueLocation) -> Result<Arc<dyn Queue>> {
     Ok(match location {
-        QueueLocation::Memory => Arc::new(MemoryQueue::new(DELIVERY_LIMIT)),
-        QueueLocation::Amqp(url) => Arc::new(RabbitQueue::connect(url, DELIVERY_LIMIT).await?),
+        QueueLocation::Memory => Arc::new(MemoryQueue::new(delivery_limit())),
+        QueueLocation::Amqp(url) => Arc::new(RabbitQueue::connect(url, delivery_limit()).await?),
     })
 }
 

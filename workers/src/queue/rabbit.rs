@@ -3,6 +3,14 @@
 //! acknowledgement, and a dead-letter exchange whose queues keep every
 //! message that will not be delivered again, with the reason.
 //!
+//! A deferred delivery is settled by publishing a copy of the message and
+//! acknowledging the original, so the broker's count of deliveries does not
+//! grow; the copy carries the counted deliveries and the deferrals of the
+//! message in headers of its own, and its consumer adds them to the
+//! broker's count. If the acknowledgement is lost after the copy was
+//! published, both are delivered (at least once, never lost: the handlers
+//! find what the first of them committed).
+//!
 //! Connections fail (a broker restart, a network cut): publishing
 //! reconnects and retries until its deadline; a consumer's stream ends, and
 //! the worker loop consumes again, which reconnects. Unacknowledged
@@ -26,6 +34,10 @@ use crate::error::{Error, Result};
 const DLX: &str = "some.dlx";
 /// The header a dead letter's reason travels in.
 const REASON: &str = "x-some-reason";
+/// The header a deferred copy carries its earlier counted deliveries in.
+const COUNTED: &str = "x-some-counted";
+/// The header a deferred copy carries its earlier deferrals in.
+const DEFERRED: &str = "x-some-deferred";
 /// How long publishing keeps trying through a lost connection.
 const PUBLISH_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -189,10 +201,11 @@ impl Queue for RabbitQueue {
             .basic_consume(kind.queue().into(), "".into(), BasicConsumeOptions::default(), FieldTable::default())
             .await
             .map_err(|e| err(&format!("consuming {}", kind.queue()), e))?;
-        // Dead-lettering with a reason publishes to the exchange; it needs a
-        // confirming channel of its own.
-        let dead = RabbitQueue { url: self.url.clone(), limit: self.limit, publisher: Mutex::new(None) };
-        Ok(Box::new(RabbitDeliveries { _conn: conn, _channel: channel, consumer, kind, dead: std::sync::Arc::new(dead) }))
+        // Dead-lettering with a reason publishes to the exchange, and
+        // deferring publishes a copy; they need a confirming channel of
+        // their own.
+        let publisher = RabbitQueue { url: self.url.clone(), limit: self.limit, publisher: Mutex::new(None) };
+        Ok(Box::new(RabbitDeliveries { _conn: conn, _channel: channel, consumer, kind, publisher: std::sync::Arc::new(publisher) }))
     }
 
     async fn depth(&self, kind: JobKind) -> Result<u64> {
@@ -237,7 +250,7 @@ struct RabbitDeliveries {
     _channel: Channel,
     consumer: lapin::Consumer,
     kind: JobKind,
-    dead: std::sync::Arc<RabbitQueue>,
+    publisher: std::sync::Arc<RabbitQueue>,
 }
 
 #[async_trait::async_trait]
@@ -250,12 +263,23 @@ impl Deliveries for RabbitDeliveries {
                 None
             }
             Ok(delivery) => {
-                // Quorum queues count earlier deliveries in this header.
-                let delivery_count =
-                    header(delivery.properties.headers(), "x-delivery-count").and_then(as_count).unwrap_or(u32::from(delivery.redelivered));
+                // Quorum queues count earlier deliveries in this header; a
+                // deferred copy adds those of the messages it copies.
+                let headers = delivery.properties.headers();
+                let broker_count = header(headers, "x-delivery-count").and_then(as_count).unwrap_or(u32::from(delivery.redelivered));
+                let delivery_count = broker_count.saturating_add(header(headers, COUNTED).and_then(as_count).unwrap_or(0));
+                let deferred = header(headers, DEFERRED).and_then(as_count).unwrap_or(0);
                 let body = delivery.data.clone();
-                let settle = RabbitSettle { acker: delivery.acker, body: body.clone(), kind: self.kind, dead: self.dead.clone() };
-                Some(Ok(Delivery { body, delivery_count, limit: self.dead.limit, settle: Box::new(settle) }))
+                let limit = self.publisher.limit;
+                let settle = RabbitSettle {
+                    acker: delivery.acker,
+                    body: body.clone(),
+                    kind: self.kind,
+                    delivery_count,
+                    deferred,
+                    publisher: self.publisher.clone(),
+                };
+                Some(Ok(Delivery { body, delivery_count, deferred, limit, settle: Box::new(settle) }))
             }
         }
     }
@@ -265,7 +289,10 @@ struct RabbitSettle {
     acker: lapin::Acker,
     body: Vec<u8>,
     kind: JobKind,
-    dead: std::sync::Arc<RabbitQueue>,
+    /// The delivery's counts, as [`Delivery`] has them.
+    delivery_count: u32,
+    deferred: u32,
+    publisher: std::sync::Arc<RabbitQueue>,
 }
 
 #[async_trait::async_trait]
@@ -274,9 +301,27 @@ impl Settle for RabbitSettle {
         self.acker.ack(BasicAckOptions::default()).await.map(|_| ()).map_err(|e| err("acknowledging", e))
     }
 
+    /// Requeues; the retry of the last allowed delivery dead-letters. The
+    /// broker does that itself for a message it counted whole, not for a
+    /// deferred copy (it counts the copy's deliveries only).
     async fn retry(&self) -> Result<()> {
+        let limit = self.publisher.limit;
+        if self.delivery_count >= limit {
+            return self.dead_letter(&format!("delivered {} times, over the limit of {limit}", self.delivery_count + 1)).await;
+        }
         let requeue = BasicNackOptions { requeue: true, ..Default::default() };
         self.acker.nack(requeue).await.map(|_| ()).map_err(|e| err("requeueing", e))
+    }
+
+    /// Publishes a copy that carries the counts, then acknowledges this
+    /// delivery.
+    async fn defer(&self) -> Result<()> {
+        let count = |n: u32| AMQPValue::LongInt(i32::try_from(n).unwrap_or(i32::MAX));
+        let mut headers = FieldTable::default();
+        headers.insert(COUNTED.into(), count(self.delivery_count));
+        headers.insert(DEFERRED.into(), count(self.deferred.saturating_add(1)));
+        self.publisher.publish_to("", self.kind.queue(), &self.body, headers).await?;
+        self.ack().await
     }
 
     /// Publishes the message to the dead-letter queue with the reason, then
@@ -285,7 +330,7 @@ impl Settle for RabbitSettle {
     async fn dead_letter(&self, reason: &str) -> Result<()> {
         let mut headers = FieldTable::default();
         headers.insert(REASON.into(), AMQPValue::LongString(LongString::from(reason.to_string())));
-        self.dead.publish_to(DLX, self.kind.queue(), &self.body, headers).await?;
+        self.publisher.publish_to(DLX, self.kind.queue(), &self.body, headers).await?;
         self.ack().await
     }
 }

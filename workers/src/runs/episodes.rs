@@ -131,9 +131,12 @@ impl Runner {
             let placeholder = QueryRow::blank(query_id.clone(), task);
             return Ok(self.rows(spec, &placeholder, sample, started_at, episode, Scored::default()));
         };
-        let post_json = ref_post(&self.backend, query).await?;
+        // One world for the whole episode: a world replaced while it runs
+        // is read by the next episodes, never by part of this one.
+        let world = self.backend.world().await?;
+        let post_json = ref_post(world.as_ref(), query).await?;
         let tools = ToolContext {
-            backend: self.backend.as_ref(),
+            backend: world.as_ref(),
             kernels: self.kernels.as_ref(),
             embedder: self.embedder.as_deref(),
             chat: Some(self.model.as_ref()),

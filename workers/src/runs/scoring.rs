@@ -5,16 +5,15 @@
 use some_jobs::agent::EpisodeStatus;
 use some_jobs::scorers::{Judge, Scored, score};
 use some_jobs::tasks::task_def;
-use some_jobs::tools::WorldBackend as _;
+use some_jobs::tools::WorldBackend;
 use some_schemas::{EpisodeRow, QueryRow, ScoreRow, Timestamp};
 
 use super::spec::JudgingSpec;
 use crate::error::Result;
-use crate::world::LakeBackend;
 
 /// The post a user-task query embeds, as JSON, if it has one. A failed
 /// read is an error, not a missing post: the question would lose its post.
-pub async fn ref_post(backend: &LakeBackend, query: &QueryRow) -> Result<Option<String>> {
+pub async fn ref_post(backend: &dyn WorldBackend, query: &QueryRow) -> Result<Option<String>> {
     let Some(post_id) = query.post_id.as_deref() else { return Ok(None) };
     Ok(backend.ref_post(post_id).await?)
 }

@@ -2,13 +2,20 @@
 //! DataFusion scan of one partition (a stream day, a topic, a user bucket),
 //! with the argument as a filter value, never as SQL text or a path.
 //!
-//! Each read goes to the lake's latest version. Small, hot data is cached
-//! for the backend's lifetime: the user profiles, the referenced posts,
-//! the knowledge base with its vectors, and the vectors of recently used
-//! buckets (bounded); a world replaced under a running worker is read whole
-//! only by workers started after it.
+//! A [`LakeWorld`] is the world as of one lake version: every read of it
+//! goes to that version, and it keeps the small, hot data it has read (the
+//! user profiles, the referenced posts, the knowledge base with its
+//! vectors, and the vectors of recently used buckets, bounded).
+//! [`LakeBackend::world`] gives the latest one, kept while no commit
+//! changes a world table (posts, users, ref_posts, knowledge, embeddings):
+//! the runs' episodes commit without dropping the caches, and an
+//! ingestion with `--replace` (or a new world, or new embeddings) makes
+//! the next call build a new one. An episode takes one world when it
+//! starts and reads only it, so it never mixes two worlds, whatever is
+//! committed while it runs.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -20,7 +27,8 @@ use some_schemas::{
 };
 use tokio::sync::OnceCell;
 
-use crate::lake::Lake;
+use super::WORLD_TABLES;
+use crate::lake::{Lake, Snapshot};
 
 /// Buckets whose vectors are kept in memory at once.
 const CACHED_BUCKETS: usize = 32;
@@ -30,10 +38,30 @@ type Vectors = Arc<HashMap<String, Vec<f32>>>;
 /// A use counter, and (model, bucket) -> (last use, vectors).
 type VectorCache = (u64, HashMap<(String, String), (u64, Vectors)>);
 
+/// What tells one world from another: the live files of the world tables
+/// (each file is written once, under a name of its own), hashed.
+fn world_key(snapshot: &Snapshot) -> u64 {
+    let mut h = DefaultHasher::new();
+    for table in WORLD_TABLES {
+        for file in snapshot.files_under(table) {
+            file.path.hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// The tools' world of a lake: the latest [`LakeWorld`], made again when a
+/// world table changes. Its own reads each go to the latest world.
 pub struct LakeBackend {
     lake: Lake,
-    /// A session of the latest version seen, made again when the lake moves on.
-    ctx: Mutex<Option<(u64, SessionContext)>>,
+    current: Mutex<Option<Arc<LakeWorld>>>,
+}
+
+/// The world as of one lake version, with what has been read of it.
+pub struct LakeWorld {
+    key: u64,
+    snapshot: Arc<Snapshot>,
+    ctx: SessionContext,
     users: OnceCell<HashMap<String, UserRow>>,
     ref_posts: OnceCell<HashMap<String, String>>,
     knowledge: Mutex<HashMap<String, Arc<KnowledgeIndex>>>,
@@ -70,33 +98,45 @@ pub fn decode_vector(row: &EmbeddingRow) -> Result<Vec<f32>, BackendError> {
 
 impl LakeBackend {
     pub fn new(lake: Lake) -> crate::Result<LakeBackend> {
-        Ok(LakeBackend {
-            lake,
-            ctx: Mutex::new(None),
+        Ok(LakeBackend { lake, current: Mutex::new(None) })
+    }
+
+    /// The world as of the lake's latest version (one probe of the log):
+    /// the one kept, unless a world table changed since it was made.
+    pub async fn world(&self) -> Result<Arc<LakeWorld>, BackendError> {
+        let snapshot = self.lake.snapshot().await.map_err(err)?;
+        let key = world_key(&snapshot);
+        if let Some(world) = self.current.lock().map_err(err)?.as_ref().filter(|w| w.key == key) {
+            return Ok(world.clone());
+        }
+        let ctx = self.lake.session_of(snapshot.clone()).map_err(err)?;
+        let world = Arc::new(LakeWorld {
+            key,
+            snapshot,
+            ctx,
             users: OnceCell::new(),
             ref_posts: OnceCell::new(),
             knowledge: Mutex::new(HashMap::new()),
             vectors: Mutex::new((0, HashMap::new())),
-        })
-    }
-
-    /// A session of the lake's latest version (one probe of the log).
-    async fn session(&self) -> Result<SessionContext, BackendError> {
-        let snapshot = self.lake.snapshot().await.map_err(err)?;
-        let mut cached = self.ctx.lock().map_err(err)?;
-        match &*cached {
-            Some((version, ctx)) if *version == snapshot.version() => Ok(ctx.clone()),
-            _ => {
-                let version = snapshot.version();
-                let ctx = self.lake.session_of(snapshot).map_err(err)?;
-                *cached = Some((version, ctx.clone()));
-                Ok(ctx)
-            }
+        });
+        let mut current = self.current.lock().map_err(err)?;
+        // Another call may have made a world meanwhile: the later lake
+        // version's stays.
+        if current.as_ref().is_none_or(|c| c.snapshot.version() <= world.snapshot.version()) {
+            *current = Some(world.clone());
         }
+        Ok(world)
+    }
+}
+
+impl LakeWorld {
+    /// The lake version this world is read at.
+    pub fn version(&self) -> u64 {
+        self.snapshot.version()
     }
 
     async fn rows<R: Row>(&self, filter: Expr, order: Vec<datafusion::logical_expr::SortExpr>) -> Result<Vec<R>, BackendError> {
-        let mut df = self.session().await?.table(R::TABLE).await.map_err(err)?.filter(filter).map_err(err)?;
+        let mut df = self.ctx.table(R::TABLE).await.map_err(err)?.filter(filter).map_err(err)?;
         if !order.is_empty() {
             df = df.sort(order).map_err(err)?;
         }
@@ -109,9 +149,9 @@ impl LakeBackend {
 
     /// Whether a `posts` partition has any file (a stream exists that day):
     /// a look-up in the log's snapshot, held in memory.
-    async fn partition_exists(&self, source: PostSource, bucket: &str) -> Result<bool, BackendError> {
+    fn partition_exists(&self, source: PostSource, bucket: &str) -> bool {
         let folder = format!("{}/source={}/bucket={bucket}", PostRow::TABLE, source.as_str());
-        Ok(self.lake.snapshot().await.map_err(err)?.files_under(&folder).next().is_some())
+        self.snapshot.files_under(&folder).next().is_some()
     }
 
     async fn bucket_vectors(&self, model: &str, bucket: &str) -> Result<Vectors, BackendError> {
@@ -145,10 +185,10 @@ impl LakeBackend {
 }
 
 #[async_trait]
-impl WorldBackend for LakeBackend {
+impl WorldBackend for LakeWorld {
     async fn stream_posts(&self, window: StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError> {
         let bucket = window.bucket();
-        if !self.partition_exists(PostSource::Raw, &bucket).await? {
+        if !self.partition_exists(PostSource::Raw, &bucket) {
             return Ok(None);
         }
         let filter = partition(PostSource::Raw, &bucket)
@@ -224,5 +264,105 @@ impl WorldBackend for LakeBackend {
             })
             .await?;
         Ok(posts.get(post_id).cloned())
+    }
+}
+
+#[async_trait]
+impl WorldBackend for LakeBackend {
+    async fn stream_posts(&self, window: StreamWindow<'_>) -> Result<Option<Vec<PostRow>>, BackendError> {
+        self.world().await?.stream_posts(window).await
+    }
+
+    async fn topic_posts(&self, topic: &str) -> Result<Vec<PostRow>, BackendError> {
+        self.world().await?.topic_posts(topic).await
+    }
+
+    async fn user(&self, uid: &str) -> Result<Option<UserRow>, BackendError> {
+        self.world().await?.user(uid).await
+    }
+
+    async fn user_posts(&self, uid: &str) -> Result<Vec<PostRow>, BackendError> {
+        self.world().await?.user_posts(uid).await
+    }
+
+    async fn post_vectors(&self, model: &str, keys: &[PostKey]) -> Result<Vec<Option<Vec<f32>>>, BackendError> {
+        self.world().await?.post_vectors(model, keys).await
+    }
+
+    async fn knowledge(&self, model: &str) -> Result<Arc<KnowledgeIndex>, BackendError> {
+        self.world().await?.knowledge(model).await
+    }
+
+    async fn ref_post(&self, post_id: &str) -> Result<Option<String>, BackendError> {
+        self.world().await?.ref_post(post_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use some_schemas::{QueryId, QueryRow, Task};
+
+    use super::*;
+    use crate::LakeLocation;
+
+    fn user(uid: &str, name: &str) -> UserRow {
+        UserRow {
+            uid: uid.into(),
+            name: Some(name.into()),
+            followers_count: None,
+            friends_count: None,
+            total_rcl_count: None,
+            verified_reason: None,
+            description: None,
+            location: None,
+            extra: None,
+        }
+    }
+
+    fn ref_post(json: &str) -> RefPostRow {
+        RefPostRow { post_id: "p1".into(), json: json.into() }
+    }
+
+    async fn name(world: &dyn WorldBackend) -> Option<String> {
+        world.user("u1").await.unwrap().and_then(|u| u.name)
+    }
+
+    /// An episode's world is the one it started with, whole, across a
+    /// `--replace` that lands while it runs (what it read before and what
+    /// it reads after); the next episode, and the backend's own reads, get
+    /// the new world; a commit to other tables keeps the world and what it
+    /// has read.
+    #[tokio::test]
+    async fn an_episode_reads_one_world_across_a_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&LakeLocation::Local(dir.path().join("lake"))).await.unwrap();
+        let mut txn = lake.txn();
+        txn.write_rows(vec![user("u1", "old")]).await.unwrap();
+        txn.write_rows(vec![ref_post("old post")]).await.unwrap();
+        txn.commit().await.unwrap();
+        let backend = LakeBackend::new(lake.clone()).unwrap();
+        let episode = backend.world().await.unwrap();
+        assert_eq!(name(episode.as_ref()).await.as_deref(), Some("old"));
+
+        // A run's rows: the world, and its users read, stay.
+        let mut txn = lake.txn();
+        txn.write_rows(vec![QueryRow::blank(QueryId::from("q1"), Task::Mid)]).await.unwrap();
+        txn.commit().await.unwrap();
+        assert!(Arc::ptr_eq(&episode, &backend.world().await.unwrap()), "a commit to another table dropped the world");
+
+        // The world replaced, as `some ingest release --replace` does.
+        let mut txn = lake.txn();
+        txn.replace_tables(&WORLD_TABLES);
+        txn.write_rows(vec![user("u1", "new")]).await.unwrap();
+        txn.write_rows(vec![ref_post("new post")]).await.unwrap();
+        txn.commit().await.unwrap();
+
+        assert_eq!(name(episode.as_ref()).await.as_deref(), Some("old"));
+        assert_eq!(episode.ref_post("p1").await.unwrap().as_deref(), Some("old post"), "the episode read part of the new world");
+        let next = backend.world().await.unwrap();
+        assert!(next.version() > episode.version());
+        assert_eq!(name(next.as_ref()).await.as_deref(), Some("new"), "the next episode read the replaced world's users");
+        assert_eq!(next.ref_post("p1").await.unwrap().as_deref(), Some("new post"));
+        assert_eq!(name(&backend).await.as_deref(), Some("new"));
     }
 }

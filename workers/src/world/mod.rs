@@ -10,7 +10,7 @@ pub mod check;
 pub mod ingest;
 mod lake_backend;
 
-pub use lake_backend::LakeBackend;
+pub use lake_backend::{LakeBackend, LakeWorld};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
