@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use some_schemas::JobKind;
 use some_tests::Vhost;
-use some_workers::queue::{Deliveries, Delivery, MemoryQueue, Queue, RabbitQueue};
+use some_workers::queue::{DeadLetter, Deliveries, Delivery, MemoryQueue, Queue, RabbitQueue};
 
 /// The delivery limit every backend is opened with here.
 const LIMIT: u32 = 2;
@@ -20,6 +20,19 @@ async fn next(c: &mut Box<dyn Deliveries>, what: &str) -> Delivery {
         Ok(None) => panic!("{what}: the consumer stopped"),
         Err(_) => panic!("{what}: nothing delivered in 20 s"),
     }
+}
+
+/// The queue's dead letters once there are some (a broker moves them
+/// asynchronously), or none after 5 s.
+async fn dead_letters_arrive(q: &dyn Queue, kind: JobKind) -> Vec<DeadLetter> {
+    for _ in 0..100 {
+        let dead = q.dead_letters(kind).await.unwrap();
+        if !dead.is_empty() {
+            return dead;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Vec::new()
 }
 
 /// Polls `depth` until it reads `want` (a broker's count may lag a settle).
@@ -75,14 +88,7 @@ async fn retries_past_the_limit_dead_letter(q: &dyn Queue) {
         assert_eq!(d.is_last_try(), count == LIMIT);
         d.retry().await.unwrap();
     }
-    let mut dead = Vec::new();
-    for _ in 0..100 {
-        dead = q.dead_letters(kind).await.unwrap();
-        if !dead.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let dead = dead_letters_arrive(q, kind).await;
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0].body, b"flaky");
     assert!(!dead[0].reason.is_empty());
@@ -131,14 +137,7 @@ async fn deferred_deliveries_do_not_count(q: &dyn Queue) {
         assert_eq!(d.is_last_try(), count == LIMIT);
         d.retry().await.unwrap();
     }
-    let mut dead = Vec::new();
-    for _ in 0..100 {
-        dead = q.dead_letters(kind).await.unwrap();
-        if !dead.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let dead = dead_letters_arrive(q, kind).await;
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0].body, b"waiting");
     depth_settles(q, kind, 0).await;
