@@ -76,6 +76,26 @@ pub struct AgentSettings {
     /// System prompts replacing the built-in ones (`some run --prompts`).
     #[serde(default, skip_serializing_if = "Prompts::is_empty")]
     pub prompts: Prompts,
+    /// Tokens (prompt and completion, every call) an episode may spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_episode_tokens: Option<u64>,
+    /// Seconds an episode may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_episode_seconds: Option<u64>,
+}
+
+impl AgentSettings {
+    /// The episode's token or time limit, if `episode` reached one. Checked
+    /// before each model call, as the call count is: a call in flight
+    /// finishes, and the episode then ends as when its calls run out.
+    fn limit_reached(&self, episode: &Episode, started: Instant) -> Option<String> {
+        let spent = episode.usage.prompt_tokens + episode.usage.completion_tokens;
+        if let Some(max) = self.max_episode_tokens.filter(|max| spent >= *max) {
+            return Some(format!("episode token limit reached: {spent} of {max} tokens spent"));
+        }
+        let secs = started.elapsed().as_secs_f64();
+        self.max_episode_seconds.filter(|max| secs >= *max as f64).map(|max| format!("episode time limit reached: {secs:.1} of {max} s"))
+    }
 }
 
 impl Default for AgentSettings {
@@ -89,6 +109,8 @@ impl Default for AgentSettings {
             max_tokens: None,
             failing_tools: false,
             prompts: Prompts::default(),
+            max_episode_tokens: None,
+            max_episode_seconds: None,
         }
     }
 }
@@ -222,7 +244,12 @@ pub async fn run_episode(
     let mut last_was_tools = false;
     // The text the last tool call gave: the answer if the budget runs out.
     let mut last_result: Option<String> = None;
+    let mut limited = None;
     while episode.llm_calls < settings.max_llm_calls {
+        limited = settings.limit_reached(&episode, started);
+        if limited.is_some() {
+            break;
+        }
         episode.llm_calls += 1;
         let request = ChatRequest {
             messages: fit_budget(&messages, settings.max_input_tokens),
@@ -304,13 +331,13 @@ pub async fn run_episode(
         }
         last_was_tools = true;
     }
-    if last_was_tools {
+    if last_was_tools || limited.is_some() {
         episode.answer = last_result;
         episode.status = EpisodeStatus::BudgetExhausted;
     }
     episode.transcript.messages = messages;
     let status = episode.status;
-    Ok(finish(episode, status, None, started))
+    Ok(finish(episode, status, limited, started))
 }
 
 async fn run_call(

@@ -94,6 +94,22 @@ fn the_call_budget_ends_the_episode_with_the_last_raw_tool_result() {
 }
 
 #[test]
+fn a_token_or_time_limit_ends_the_episode_as_the_call_budget_does() {
+    // Each scripted call spends 110 tokens: the limit is reached after 3.
+    let model = scripted(vec![]);
+    let settings = AgentSettings { max_episode_tokens: Some(300), ..Default::default() };
+    let ep = block_on(run(&model, settings, ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.status, ep.llm_calls, ep.tool_calls), (EpisodeStatus::BudgetExhausted, 3, 3));
+    assert!(ep.answer.unwrap().starts_with("用户发表的 2 条微博"));
+    assert_eq!(ep.error.as_deref(), Some("episode token limit reached: 330 of 300 tokens spent"));
+
+    let settings = AgentSettings { max_episode_seconds: Some(0), ..Default::default() };
+    let ep = block_on(run(&scripted(vec![]), settings, ToolSettings::default(), Some(POST)));
+    assert_eq!((ep.status, ep.llm_calls, ep.answer), (EpisodeStatus::BudgetExhausted, 0, None));
+    assert!(ep.error.unwrap().starts_with("episode time limit reached"));
+}
+
+#[test]
 fn malformed_calls_get_their_error_back_unless_the_reference_is_asked_for() {
     let broken = r#"<tool_call>{"name": "user_search", "arguments": {"uid": </tool_call>"#;
     let model = scripted(vec![say(broken), say("否")]);

@@ -126,6 +126,8 @@ impl Demo {
             max_llm_calls: self.max_llm_calls,
             max_input_tokens: 6_000,
             max_tokens: Some(self.max_tokens),
+            max_episode_tokens: None,
+            max_episode_seconds: None,
             temperature: Some(0.0),
             seed: Some(0),
             failing_tools: false,

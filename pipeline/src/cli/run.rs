@@ -61,6 +61,13 @@ pub struct Run {
     /// Tokens per model reply (the endpoint's default if not given).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// Tokens an episode may spend in all; checked before each model call,
+    /// as --max-llm-calls is, and the episode ends as when its calls run out.
+    #[arg(long)]
+    pub max_episode_tokens: Option<u64>,
+    /// Seconds an episode may take, checked likewise.
+    #[arg(long)]
+    pub max_episode_seconds: Option<u64>,
     #[arg(long)]
     pub temperature: Option<f32>,
     #[arg(long)]
@@ -132,6 +139,8 @@ impl Run {
                 max_tokens: self.max_tokens,
                 failing_tools: self.failing_tools,
                 prompts: self.judge.prompts()?.0,
+                max_episode_tokens: self.max_episode_tokens,
+                max_episode_seconds: self.max_episode_seconds,
             },
             tools,
             judge: self.judge.settings()?,
