@@ -4,6 +4,7 @@
 //! (RabbitMQ, two workers), the paper's preset runs, and bad input is
 //! refused or recorded.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use some_sim::testing::sim_answer;
@@ -108,7 +109,7 @@ fn a_simulation_whose_coordinator_and_a_worker_are_killed_mid_turn_resumes_to_th
     let expected = digest(&run(reference.path().to_str().unwrap(), &small(&model.url, "memory", "k1", "3")).ok());
 
     // Slow replies, so the kill lands while a turn's shards are in flight.
-    let slow = ScriptedEndpoint::start(|_, body| Reply::Delayed(Duration::from_millis(40), sim_answer(&prompt_of(body))));
+    let slow = ScriptedEndpoint::start(|_, body| Reply::Delayed(Duration::from_millis(200), sim_answer(&prompt_of(body))));
     let c = Cluster::shared();
     let mut w1 = worker(&c.lake, &c.queue);
     let _w2 = worker(&c.lake, &c.queue);
@@ -319,4 +320,99 @@ fn bad_personas_are_refused_and_a_model_that_cannot_plan_is_recorded() {
     let cause = some_tests::csv(lake, "SELECT error FROM sim_agents WHERE run_id = 'np' AND error IS NOT NULL LIMIT 1");
     assert!(cause.contains("planning: no usable reply in 2 attempts") && cause.contains("plan reply cannot be read"), "{cause}");
     assert_eq!(scalar(lake, "SELECT count(*) AS n FROM sim_steps WHERE run_id = 'np' AND turn > 0"), 0, "unplanned agents do not act");
+}
+
+/// The applied actions per kind of turns `first..=last` as `some sql`
+/// counts them (a browse once: its first row), and the refused ones.
+fn sql_counts(lake: &str, run_id: &str, first: u32, last: u32) -> BTreeMap<(u32, String), u64> {
+    let out = some_tests::csv(
+        lake,
+        &format!(
+            "SELECT turn, CASE WHEN status = 'applied' THEN action ELSE 'refused' END AS kind, count(*) AS n FROM sim_actions \
+             WHERE run_id = '{run_id}' AND item = 0 AND turn BETWEEN {first} AND {last} GROUP BY 1, 2"
+        ),
+    );
+    out.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            ((f[0].parse().unwrap(), f[1].to_string()), f[2].parse().unwrap())
+        })
+        .collect()
+}
+
+/// The per-kind table `sim status` printed, as (turn, kind) → count.
+fn status_counts(stdout: &str) -> BTreeMap<(u32, String), u64> {
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with("actions applied in "));
+    lines.next();
+    let head: Vec<&str> = lines.next().unwrap_or_else(|| panic!("no table: {stdout}")).split_whitespace().skip(1).collect();
+    let mut counts = BTreeMap::new();
+    for line in lines.take_while(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+        let mut cells = line.split_whitespace();
+        let turn: u32 = cells.next().unwrap().parse().unwrap();
+        for (kind, n) in head.iter().zip(cells) {
+            let n: u64 = n.parse().unwrap();
+            if n > 0 {
+                counts.insert((turn, kind.to_string()), n);
+            }
+        }
+    }
+    counts
+}
+
+#[test]
+fn sim_status_shows_the_last_turns_actions_per_kind_and_the_busiest_post_and_watches_a_run_to_its_end() {
+    let model = sim_model();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().to_str().unwrap();
+    // One stage (turns 0-4): the small run's second stage shows regular
+    // agents' posts, which it has none of.
+    let one_stage = |url: &str, run_id: &str| [small(url, "memory", run_id, "4"), vec!["--stages".into(), "1".into()]].concat();
+    let done = digest(&run(lake, &one_stage(&model.url, "w1")).ok());
+
+    let status = some(lake, &[], &["sim", "status", "w1"]).ok();
+    assert!(status.stdout.contains("actions applied in turns 2-4 "), "the last 3 turns by default: {}", status.stdout);
+    let shown = status_counts(&status.stdout);
+    assert_eq!(shown, sql_counts(lake, "w1", 2, 4), "{}", status.stdout);
+    assert!(shown.keys().any(|(_, k)| k == "like") && shown.keys().any(|(_, k)| k == "comment"), "{shown:?}: {}", status.stdout);
+    let wider = some(lake, &[], &["sim", "status", "w1", "--last", "5", "--top", "2"]).ok();
+    assert_eq!(status_counts(&wider.stdout), sql_counts(lake, "w1", 0, 4), "{}", wider.stdout);
+
+    let busiest = some_tests::csv(
+        lake,
+        "SELECT a.post_id, count(*) AS n, p.author_id, g.username FROM sim_actions a \
+         JOIN sim_posts p ON a.post_id = p.post_id AND a.run_id = p.run_id \
+         JOIN sim_agents g ON p.author_id = g.agent_id AND p.run_id = g.run_id \
+         WHERE a.run_id = 'w1' AND a.status = 'applied' AND a.action IN ('like', 'reblog', 'comment') AND a.turn BETWEEN 0 AND 4 \
+         GROUP BY a.post_id, p.author_id, g.username ORDER BY n DESC, a.post_id LIMIT 2",
+    );
+    let top: Vec<Vec<&str>> = busiest.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(top.len(), 2, "{busiest}");
+    for (i, post) in top.iter().enumerate() {
+        let line = format!("{:>3}. post {} by {} (agent {}, turn ", i + 1, post[0], post[3], post[2]);
+        let engagements = format!("): {} engagements (", post[1]);
+        let printed = wider.stdout.lines().find(|l| l.starts_with(&line)).unwrap_or_else(|| panic!("{line}: {}", wider.stdout));
+        assert!(printed.contains(&engagements), "{engagements}: {printed}");
+    }
+    assert_eq!(wider.stdout.lines().filter(|l| l.contains(" engagements (")).count(), 2, "--top 2: {}", wider.stdout);
+
+    // On a finished run, --watch shows the status once and ends by itself.
+    let watched = some(lake, &[], &["sim", "status", "w1", "--watch", "--every", "0.2"]).ok();
+    assert_eq!(watched.stdout.lines().last(), Some("simulation w1 finished: 5 of 5 turns committed"), "{}", watched.stdout);
+    assert_eq!(watched.stdout.matches("actions applied in ").count(), 1, "{}", watched.stdout);
+    assert_eq!(digest(&watched), done);
+
+    // On a run that goes on (slow replies: a turn takes about a second),
+    // it shows the turns as they commit, then ends with the run.
+    let slow = ScriptedEndpoint::start(|_, body| Reply::Delayed(Duration::from_millis(200), sim_answer(&prompt_of(body))));
+    let args = one_stage(&slow.url, "w2");
+    let _run = Background::start(lake, &[], &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(wait_until(Duration::from_secs(60), || turns_committed(lake, "w2") >= 1), "a first turn within a minute");
+    let started = std::time::Instant::now();
+    let live = some(lake, &[], &["sim", "status", "w2", "--watch", "--every", "0.2"]).ok();
+    eprintln!("watched for {:.1} s", started.elapsed().as_secs_f64());
+    let frames = live.stdout.lines().filter(|l| l.starts_with("simulation w2: ") && l.ends_with(" of 5 turns committed")).count();
+    assert!(frames >= 2, "live frames as the run goes: {}", live.stdout);
+    assert_eq!(live.stdout.lines().last(), Some("simulation w2 finished: 5 of 5 turns committed"), "{}", live.stdout);
+    assert_eq!(digest(&live), done, "the same seed, the same state; watching changed nothing");
 }

@@ -1,5 +1,5 @@
 //! `some sim`: the persona-driven social-media simulation on the queue and
-//! the lake: run, resume, status, cancel, report.
+//! the lake: run, resume, status (once or live), cancel, report.
 //!
 //! The process that runs `sim run` or `sim resume` is the run's
 //! coordinator: it decides each turn, publishes its shards and commits it.
@@ -7,6 +7,7 @@
 //! `some worker` processes do. Either way the lake is the state: kill the
 //! coordinator and `sim resume` goes on from the last committed turn.
 
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -330,10 +331,48 @@ fn print_drive(spec: &SimSpec, d: &Drive, secs: f64) {
 #[derive(Debug, Args)]
 pub struct SimStatus {
     pub run_id: RunId,
+    /// Actions per kind and the busiest posts over this many of the last
+    /// committed turns (0: leave them out).
+    #[arg(long, default_value_t = 3)]
+    pub last: usize,
+    /// Busiest posts shown.
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+    /// Redraw the current turn and the last turns' figures until the run
+    /// finishes or is cancelled (Ctrl-C stops watching; the run goes on).
+    /// Only reads the lake.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between redraws with --watch.
+    #[arg(long, default_value_t = 2.0, value_parser = parse_every)]
+    pub every: f64,
 }
+
+fn parse_every(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.1 => Ok(x),
+        _ => Err(format!("every {s:?}: expected seconds, 0.1 or more")),
+    }
+}
+
+/// Characters of a busy post's text shown.
+const POST_TEXT_CHARS: usize = 72;
 
 impl SimStatus {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        if self.watch {
+            let Some(end) = self.watch_until_done(lake).await? else { return Ok(ExitCode::SUCCESS) };
+            self.print_status(lake).await?;
+            println!("{end}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        self.print_status(lake).await?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// The whole status: the run replayed from the lake (its digest
+    /// checked), per stage health, and the last turns.
+    async fn print_status(&self, lake: &Lake) -> anyhow::Result<()> {
         let record = load_sim(lake, &self.run_id).await?;
         let spec = &record.spec;
         let p = some_workers::sim::state::progress(lake, spec).await?;
@@ -366,8 +405,66 @@ impl SimStatus {
         for w in warnings(&health) {
             println!("warning: {w}");
         }
+        let recent = some_workers::sim::state::recent(lake, spec, &p.state.turns, self.last, self.top).await?;
+        print!("{}", recent.render(POST_TEXT_CHARS));
         println!("state digest {}", p.state.digest().unwrap_or("-"));
-        Ok(ExitCode::SUCCESS)
+        Ok(())
+    }
+
+    /// Redraws the live view every `--every` seconds until the run has
+    /// committed its last turn or is cancelled, and says which (None when
+    /// Ctrl-C stopped the watching). Each frame reads the turns' rows, not
+    /// the replayed run, so a long run is cheap to watch. Where standard
+    /// output is not a terminal, a frame is printed only when it changed.
+    async fn watch_until_done(&self, lake: &Lake) -> anyhow::Result<Option<String>> {
+        let terminal = std::io::stdout().is_terminal();
+        let every = std::time::Duration::from_secs_f64(self.every);
+        let mut shown = String::new();
+        loop {
+            let record = load_sim(lake, &self.run_id).await?;
+            let spec = &record.spec;
+            let g = some_workers::sim::state::glance(lake, spec).await?;
+            let (done, planned) = (g.turns.len(), spec.preset.turns() as usize);
+            if record.cancelled {
+                return Ok(Some(format!("simulation {} cancelled after {done} of {planned} turns", self.run_id)));
+            }
+            if done >= planned {
+                return Ok(Some(format!("simulation {} finished: {done} of {planned} turns committed", self.run_id)));
+            }
+            let mut frame = format!("simulation {}: {done} of {planned} turns committed", self.run_id);
+            if g.agents_set_up < spec.preset.agents() as usize || g.turns.is_empty() {
+                frame.push_str(&format!(
+                    "; agents set up {} of {} (setup failed for {})",
+                    g.agents_set_up,
+                    spec.preset.agents(),
+                    g.setup_failed
+                ));
+            }
+            frame.push('\n');
+            frame.push_str(&format!("turn {} in progress: {} agent steps written\n", g.next_turn(), g.steps_in_progress));
+            if let Some(t) = g.turns.last() {
+                frame.push_str(&format!(
+                    "last turn {} (stage {}): {} active, {} actions applied, {} refused\n",
+                    t.turn, t.stage, t.active_agents, t.actions_applied, t.actions_failed
+                ));
+            }
+            let recent = some_workers::sim::state::recent(lake, spec, &g.turns, self.last, self.top).await?;
+            frame.push_str(&recent.render(POST_TEXT_CHARS));
+            if terminal {
+                print!("\x1b[2J\x1b[H{frame}(every {} s; Ctrl-C stops watching)\n", self.every);
+            } else if frame != shown {
+                println!("{frame}");
+            }
+            std::io::stdout().flush().ok();
+            shown = frame;
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = tokio::signal::ctrl_c() => {
+                    println!("stopped watching simulation {} at {done} of {planned} turns committed; the run goes on", self.run_id);
+                    return Ok(None);
+                }
+            }
+        }
     }
 }
 

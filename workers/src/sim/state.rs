@@ -6,9 +6,12 @@
 
 use std::collections::HashMap;
 
-use datafusion::prelude::{col, lit};
-use some_schemas::sim::{SimActionRow, SimAgentRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_steps, sim_turns};
+use datafusion::prelude::{Expr, col, lit};
+use some_schemas::sim::{
+    SimActionRow, SimAgentRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps, sim_turns,
+};
 use some_sim::evaluation::health::{StageHealth, stage_health};
+use some_sim::evaluation::live::{self, Recent};
 use some_sim::rows::actions_from_rows;
 use some_sim::{AgentId, Memory, Platform, Turn};
 
@@ -125,21 +128,81 @@ pub struct SimProgress {
 /// Reads where a run stands.
 pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
     let state = SimState::load(lake, spec).await?;
-    let run = lit(spec.run_id.as_str());
+    let (agents_set_up, setup_failed, steps_in_progress) = setup_and_steps(lake, spec, state.next_turn()).await?;
+    Ok(SimProgress { agents_set_up, setup_failed, steps_in_progress, state })
+}
+
+/// Agents set up, those whose setup failed, and the agent steps written
+/// for `next` (the turn not committed yet).
+async fn setup_and_steps(lake: &Lake, spec: &SimSpec, next: Turn) -> Result<(usize, usize, usize)> {
     let ctx = lake.session().await?;
-    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(run.clone()))).await?;
+    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(lit(spec.run_id.as_str())))).await?;
     // The next turn's shards write their steps before the turn commits:
     // they are files the log does not name yet.
     let mut pending = 0;
-    for path in uncommitted_steps(lake, &spec.run_id, state.next_turn()).await? {
+    for path in uncommitted_steps(lake, &spec.run_id, next).await? {
         pending += read_results::<SimStepRow>(lake, &spec.run_id, &path).await?.map_or(0, |rows| rows.len());
     }
-    Ok(SimProgress {
-        agents_set_up: agents.len(),
-        setup_failed: agents.iter().filter(|a| a.error.is_some()).count(),
-        steps_in_progress: pending,
-        state,
-    })
+    Ok((agents.len(), agents.iter().filter(|a| a.error.is_some()).count(), pending))
+}
+
+/// Where a run stands without replaying it: what a live view reads every
+/// few seconds.
+#[derive(Debug, Clone)]
+pub struct SimGlance {
+    /// The turns committed so far, in order.
+    pub turns: Vec<SimTurnRow>,
+    pub agents_set_up: usize,
+    pub setup_failed: usize,
+    /// Agent steps already written for the turn not yet committed.
+    pub steps_in_progress: usize,
+}
+
+impl SimGlance {
+    /// The first turn not committed yet.
+    pub fn next_turn(&self) -> Turn {
+        Turn(self.turns.len() as u32)
+    }
+}
+
+/// Reads where a run stands from its `sim_turns` rows (in order), its
+/// agents and the steps of the turn in progress.
+pub async fn glance(lake: &Lake, spec: &SimSpec) -> Result<SimGlance> {
+    let ctx = lake.session().await?;
+    let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(lit(spec.run_id.as_str())))).await?;
+    turns.sort_by_key(|t| t.turn);
+    let next = Turn(turns.len() as u32);
+    let (agents_set_up, setup_failed, steps_in_progress) = setup_and_steps(lake, spec, next).await?;
+    Ok(SimGlance { turns, agents_set_up, setup_failed, steps_in_progress })
+}
+
+/// The last `last` of the committed `turns`: actions per kind in each and
+/// the `top` posts most liked, reblogged and commented on in them, with
+/// their authors and texts ([`some_sim::evaluation::live`]).
+pub async fn recent(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow], last: usize, top: usize) -> Result<Recent> {
+    let numbers: Vec<i64> = turns.iter().rev().take(last).rev().map(|t| t.turn).collect();
+    let (Some(&first), Some(&end)) = (numbers.first(), numbers.last()) else { return Ok(Recent::default()) };
+    let run = spec.run_id.as_str();
+    let ctx = lake.session().await?;
+    let filter = col(sim_actions::run_id).eq(lit(run)).and(col(sim_actions::turn).between(lit(first), lit(end)));
+    let actions: Vec<SimActionRow> = lake.read(&ctx, Some(filter)).await?;
+    let mut r = live::recent(&numbers, &actions, top);
+    let ids = r.post_ids();
+    if ids.is_empty() {
+        return Ok(r);
+    }
+    let filter = col(sim_posts::run_id).eq(lit(run)).and(col(sim_posts::post_id).in_list(ids.into_iter().map(lit).collect(), false));
+    let posts: Vec<SimPostRow> = lake.read(&ctx, Some(filter)).await?;
+    let authors: Vec<Expr> = posts.iter().map(|p| lit(p.author_id)).collect();
+    let names: HashMap<i64, String> = if authors.is_empty() {
+        HashMap::new()
+    } else {
+        let filter = col(sim_agents::run_id).eq(lit(run)).and(col(sim_agents::agent_id).in_list(authors, false));
+        let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(filter)).await?;
+        agents.into_iter().map(|a| (a.agent_id, a.username)).collect()
+    };
+    r.describe_posts(&posts, &names);
+    Ok(r)
 }
 
 /// Each stage's activity over the committed turns ([`some_sim::evaluation::health`]).

@@ -2,7 +2,8 @@
 //!
 //! - [`metrics`]: distinct-n, engaged vs browsed-only similarity,
 //!   followers, actions per stage; [`health`]: dark feeds, stages without
-//!   posts or interactions; [`quality`]: the LLM-judge rubric.
+//!   posts or interactions; [`live`]: the last turns' actions and busiest
+//!   posts; [`quality`]: the LLM-judge rubric.
 //! - [`report`] puts them together; [`report_html`] renders it.
 //! - The human evaluation: [`review`] (the items annotators judge, sampled
 //!   with their context), [`review_file`] (the file they fill in, read back
@@ -10,6 +11,7 @@
 //!   against the judge's).
 
 pub mod health;
+pub mod live;
 pub mod metrics;
 pub mod quality;
 pub mod report;
