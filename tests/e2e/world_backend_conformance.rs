@@ -39,7 +39,7 @@ impl Truth {
         MemoryBackend {
             posts: self.posts.clone(),
             users: self.world.users(),
-            knowledge: Arc::new(KnowledgeIndex { docs: self.world.knowledge(), dim: 0, vectors: Vec::new() }),
+            knowledge: Arc::new(KnowledgeIndex { docs: self.world.knowledge(), dim: 0, vectors: Vec::new(), world: None }),
             vectors: HashMap::new(),
             ref_posts: self.world.ref_posts().into_iter().map(|r| (r.post_id, r.json)).collect(),
         }

@@ -3,8 +3,13 @@
 //! (`some worker --remote-kernels`) over RabbitMQ ([`crate::queue::rpc`]).
 //!
 //! - A knowledge base is loaded from the lake once per embedding model and
-//!   kept by the worker's kernels ([`Kernels::keep`]: in device memory on a
-//!   GPU), so a retrieval sends only its query vector.
+//!   world and kept by the worker's kernels ([`Kernels::keep`]: in device
+//!   memory on a GPU), so a retrieval sends only its query vector and the
+//!   world it reads ([`WorldVersion`]: a lake version and the world's key).
+//!   A replaced world is a new key, so its knowledge base is loaded, even
+//!   one with as many reports and dimensions as the old; the last
+//!   [`KEPT_WORLDS`] worlds of a model stay kept, so episodes still reading
+//!   the old world get the old one's hits.
 //! - Concurrent searches of one knowledge base run as one batch: a search
 //!   that arrives while a batch computes joins the next, up to
 //!   [`MAX_BATCH`] queries; each gets the first `k` of the batch's top
@@ -21,10 +26,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use some_jobs::kernels::{Hit, Kernels, Matrix, ResidentCorpus};
-use some_jobs::tools::{BackendError, KernelService, SearchCorpus, WorldBackend};
+use some_jobs::tools::{BackendError, KernelService, KnowledgeIndex, SearchCorpus, WorldBackend, WorldVersion};
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
 
-use crate::lake::Lake;
+use crate::lake::{AsOf, Lake};
 use crate::queue::rpc::{RpcClient, serve};
 use crate::world::LakeBackend;
 
@@ -35,16 +40,22 @@ pub const MAX_BATCH: usize = 64;
 /// Requests a compute worker holds at once: several batches' worth, so one
 /// fills while another computes.
 const IN_HAND: u16 = 4 * MAX_BATCH as u16;
+/// Worlds whose knowledge base of one model a compute worker keeps at once
+/// (the least recently searched goes first): across a replace, the episodes
+/// that started on the old world and those on the new one.
+pub const KEPT_WORLDS: usize = 2;
 
 /// What a request asks; its vectors follow the header in the message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Op {
-    /// Top-k over `model`'s knowledge base, which has `rows` reports on the
-    /// caller's side (a worker holding another count reloads it); the
-    /// query follows.
+    /// Top-k over `model`'s knowledge base in the world `world` (its key),
+    /// which the lake holds at `version`, and which has `rows` reports of
+    /// `dim` values on the caller's side; the query follows.
     KnowledgeTopK {
         model: String,
+        world: u64,
+        version: u64,
         rows: usize,
         dim: usize,
         k: usize,
@@ -108,16 +119,19 @@ struct Search {
     reply: oneshot::Sender<Vec<Hit>>,
 }
 
+/// A use counter, and (model, world key) -> (last use, knowledge base kept).
+type KeptBases = (u64, HashMap<(String, u64), (u64, Arc<Kept>)>);
+
 /// Answers kernel requests with this process's kernels.
 pub struct KernelServer {
     lake: Lake,
     kernels: Arc<dyn Kernels>,
-    kept: Mutex<HashMap<String, Arc<Kept>>>,
+    kept: Mutex<KeptBases>,
 }
 
 impl KernelServer {
     pub fn new(lake: Lake, kernels: Arc<dyn Kernels>) -> Arc<KernelServer> {
-        Arc::new(KernelServer { lake, kernels, kept: Mutex::new(HashMap::new()) })
+        Arc::new(KernelServer { lake, kernels, kept: Mutex::new((0, HashMap::new())) })
     }
 
     /// Serves [`KERNEL_QUEUE`] on the broker at `url` until `stop`.
@@ -147,11 +161,11 @@ impl KernelServer {
     async fn run(&self, op: Op, floats: Vec<f32>) -> Result<Reply, String> {
         let hits = |hits: Vec<Hit>| Reply::Hits(hits.into_iter().map(|h| (h.index, h.score)).collect());
         match op {
-            Op::KnowledgeTopK { model, rows, dim, k } => {
+            Op::KnowledgeTopK { model, world, version, rows, dim, k } => {
                 if floats.len() != dim {
                     return Err(format!("a {}-value query for a {dim}-d knowledge base", floats.len()));
                 }
-                let kept = self.knowledge(&model, rows, dim).await?;
+                let kept = self.knowledge(&model, WorldVersion { version, key: world }, rows, dim).await?;
                 let (reply, answer) = oneshot::channel();
                 kept.searches.send(Search { query: floats, k, reply }).map_err(|_| "the batch loop stopped".to_string())?;
                 answer.await.map(hits).map_err(|_| "the search failed".into())
@@ -177,32 +191,73 @@ impl KernelServer {
         }
     }
 
-    /// `model`'s knowledge base, kept; loaded again if the caller counts
-    /// another number of reports (it was re-embedded or extended).
-    async fn knowledge(&self, model: &str, rows: usize, dim: usize) -> Result<Arc<Kept>, String> {
+    /// `model`'s knowledge base in `world`, kept; loaded from the lake as
+    /// of the world's version the first time that world is asked for.
+    async fn knowledge(&self, model: &str, world: WorldVersion, rows: usize, dim: usize) -> Result<Arc<Kept>, String> {
         let mut kept = self.kept.lock().await;
-        if let Some(k) = kept.get(model).filter(|k| k.corpus.rows() == rows && k.corpus.dim() == dim) {
-            return Ok(k.clone());
-        }
-        let backend = LakeBackend::new(self.lake.clone()).map_err(|e| e.to_string())?;
-        let index = backend.knowledge(model).await.map_err(|e| e.to_string())?;
-        if index.docs.len() != rows || index.dim != dim {
+        kept.0 += 1;
+        let tick = kept.0;
+        let key = (model.to_string(), world.key);
+        let entry = match kept.1.get_mut(&key) {
+            Some(entry) => {
+                entry.0 = tick;
+                entry.1.clone()
+            }
+            None => {
+                let entry = self.load(model, world, rows, dim).await?;
+                let of_model: Vec<(u64, (String, u64))> =
+                    kept.1.iter().filter(|((m, _), _)| m == model).map(|(k, (used, _))| (*used, k.clone())).collect();
+                if of_model.len() >= KEPT_WORLDS
+                    && let Some((_, least)) = of_model.into_iter().min()
+                {
+                    kept.1.remove(&least);
+                }
+                kept.1.insert(key, (tick, entry.clone()));
+                entry
+            }
+        };
+        if entry.corpus.rows() != rows || entry.corpus.dim() != dim {
             return Err(format!(
-                "this compute worker's lake has {} reports with {}-d {model} vectors, the caller's {rows} with {dim}-d: do both read the same lake?",
-                index.docs.len(),
-                index.dim
+                "this compute worker's lake has {} reports with {}-d {model} vectors in the caller's world, the caller's {rows} with {dim}-d: do both read the same lake?",
+                entry.corpus.rows(),
+                entry.corpus.dim()
             ));
+        }
+        Ok(entry)
+    }
+
+    /// Reads `model`'s knowledge base in `world` and has the kernels keep it.
+    async fn load(&self, model: &str, world: WorldVersion, rows: usize, dim: usize) -> Result<Arc<Kept>, String> {
+        let same_lake = |e: String| format!("{e}: do both read the same lake?");
+        let lake = self.lake.as_of(AsOf::Version(world.version)).await.map_err(|e| match e {
+            // A version this lake does not have.
+            crate::Error::Invalid(why) => same_lake(why),
+            e => e.to_string(),
+        })?;
+        let read = LakeBackend::new(lake).map_err(|e| e.to_string())?.world().await.map_err(|e| e.to_string())?;
+        if read.world_version().key != world.key {
+            return Err(same_lake(format!(
+                "this compute worker's lake holds another world at version {} than the caller's",
+                world.version
+            )));
+        }
+        let index = read.knowledge(model).await.map_err(|e| e.to_string())?;
+        if index.docs.len() != rows || index.dim != dim {
+            return Err(same_lake(format!(
+                "this compute worker's lake has {} reports with {}-d {model} vectors at version {}, the caller's {rows} with {dim}-d",
+                index.docs.len(),
+                index.dim,
+                world.version
+            )));
         }
         let corpus = {
             let (kernels, vectors) = (self.kernels.clone(), index.vectors.clone());
             tokio::task::spawn_blocking(move || kernels.keep(vectors, dim)).await.map_err(|e| format!("keeping the knowledge base: {e}"))?
         };
-        tracing::info!(model, rows, dim, kernels = Kernels::name(self.kernels.as_ref()), "knowledge base kept");
+        tracing::info!(model, rows, dim, version = world.version, kernels = Kernels::name(self.kernels.as_ref()), "knowledge base kept");
         let (searches, queue) = mpsc::unbounded_channel();
         tokio::spawn(run_batches(corpus.clone(), queue));
-        let entry = Arc::new(Kept { corpus, searches });
-        kept.insert(model.to_string(), entry.clone());
-        Ok(entry)
+        Ok(Arc::new(Kept { corpus, searches }))
     }
 }
 
@@ -260,6 +315,14 @@ impl RemoteKernels {
     }
 }
 
+/// The search of `model`'s knowledge base `index` in the world it was read from.
+fn knowledge_op(model: &str, index: &KnowledgeIndex, k: usize) -> Result<Op, BackendError> {
+    let Some(world) = index.world else {
+        return Err(BackendError(format!("the {model} knowledge base was not read from a lake: a compute worker cannot search it")));
+    };
+    Ok(Op::KnowledgeTopK { model: model.to_string(), world: world.key, version: world.version, rows: index.docs.len(), dim: index.dim, k })
+}
+
 fn unexpected(reply: &Reply) -> BackendError {
     BackendError(format!("a compute worker answered with the wrong kind of reply: {reply:?}"))
 }
@@ -272,10 +335,7 @@ impl KernelService for RemoteKernels {
 
     async fn top_k(&self, corpus: SearchCorpus<'_>, query: &[f32], k: usize) -> Result<Vec<Hit>, BackendError> {
         let reply = match corpus {
-            SearchCorpus::Knowledge { model, index } => {
-                let op = Op::KnowledgeTopK { model: model.to_string(), rows: index.docs.len(), dim: index.dim, k };
-                self.ask(&op, &[query]).await?
-            }
+            SearchCorpus::Knowledge { model, index } => self.ask(&knowledge_op(model, index, k)?, &[query]).await?,
             SearchCorpus::Vectors { data, dim } => self.ask(&Op::TopK { dim, k }, &[query, data]).await?,
         };
         match reply {
@@ -298,7 +358,7 @@ mod tests {
 
     #[test]
     fn requests_round_trip_and_bad_ones_say_what_is_wrong() {
-        let op = Op::KnowledgeTopK { model: "m".into(), rows: 3, dim: 2, k: 5 };
+        let op = Op::KnowledgeTopK { model: "m".into(), world: u64::MAX - 1, version: 7, rows: 3, dim: 2, k: 5 };
         let body = encode(&op, &[&[0.5, -1.25], &[f32::MIN_POSITIVE]]);
         assert_eq!(decode(&body), Ok((op, vec![0.5, -1.25, f32::MIN_POSITIVE])));
         assert_eq!(decode(&[1, 0]), Err("a request shorter than its header length".into()));
@@ -348,5 +408,77 @@ mod tests {
             let alone = corpus.top_k(Matrix::F32 { data: query, dim }, *k).pop().unwrap();
             assert_eq!(answer.await.unwrap(), alone);
         }
+    }
+
+    /// A world of three reports, report `i`'s vector along axis `axes[i]`.
+    async fn write_knowledge(lake: &Lake, axes: [usize; 3]) {
+        use some_schemas::{EmbeddingRow, KnowledgeRow, knowledge};
+        let docs =
+            (0..3).map(|i| KnowledgeRow { doc_index: i, content: format!("report {i}"), link: None, extra: None }).collect::<Vec<_>>();
+        let vectors = axes
+            .iter()
+            .enumerate()
+            .map(|(i, axis)| {
+                let v: Vec<f32> = (0..3).map(|j| if j == *axis { 1.0 } else { 0.0 }).collect();
+                EmbeddingRow {
+                    id: i.to_string(),
+                    dtype: "f32".into(),
+                    dim: 3,
+                    vector: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                    collection: knowledge::TABLE.into(),
+                    model: "m".into(),
+                    bucket: "all".into(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut txn = lake.txn();
+        txn.replace_tables(&crate::world::WORLD_TABLES);
+        txn.write_rows(docs).await.unwrap();
+        txn.write_rows(vectors).await.unwrap();
+        txn.commit().await.unwrap();
+    }
+
+    /// A replace with as many reports and dimensions but other vectors is
+    /// searched as replaced (the knowledge base is kept per world, not per
+    /// count), an episode still on the old world gets the old one's hits,
+    /// and a world the worker's lake does not hold is a clear error.
+    #[tokio::test]
+    async fn a_replaced_knowledge_base_with_the_same_counts_is_searched_as_replaced() {
+        use some_jobs::kernels::CpuKernels;
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().join("lake"))).await.unwrap();
+        let server = KernelServer::new(lake.clone(), Arc::new(CpuKernels::new(1)));
+        let local = Arc::new(CpuKernels::new(1));
+        let query = [1.0f32, 0.0, 0.0];
+        let search = async |index: &KnowledgeIndex| {
+            let reply = server.answer(&encode(&knowledge_op("m", index, 1).unwrap(), &[&query])).await;
+            let Reply::Hits(hits) = serde_json::from_slice::<Reply>(&reply).unwrap() else { panic!("{}", String::from_utf8_lossy(&reply)) };
+            let corpus = SearchCorpus::Knowledge { model: "m", index };
+            let alone: Vec<(u32, f32)> = local.top_k(corpus, &query, 1).await.unwrap().into_iter().map(|h| (h.index, h.score)).collect();
+            assert_eq!(hits, alone, "the compute worker searched another knowledge base than the caller's");
+            hits[0].0
+        };
+        let backend = LakeBackend::new(lake.clone()).unwrap();
+
+        write_knowledge(&lake, [0, 1, 2]).await;
+        let old = backend.world().await.unwrap().knowledge("m").await.unwrap();
+        assert_eq!(search(&old).await, 0);
+
+        // `some ingest release --replace`: the same counts, report 1 now nearest.
+        write_knowledge(&lake, [1, 0, 2]).await;
+        let new = backend.world().await.unwrap().knowledge("m").await.unwrap();
+        assert_eq!((new.docs.len(), new.dim), (old.docs.len(), old.dim));
+        assert_ne!(new.world, old.world);
+        assert_eq!(search(&new).await, 1, "the replaced knowledge base was searched");
+        assert_eq!(search(&old).await, 0, "an episode on the old world got the new one's hits");
+
+        let foreign = KnowledgeIndex { world: Some(WorldVersion { key: 42, ..new.world.unwrap() }), ..(*new).clone() };
+        let reply = server.answer(&encode(&knowledge_op("m", &foreign, 1).unwrap(), &[&query])).await;
+        let Reply::Failed(why) = serde_json::from_slice::<Reply>(&reply).unwrap() else {
+            panic!("answered for a world the lake does not hold")
+        };
+        assert!(why.contains("do both read the same lake?"), "{why}");
+        let unread = KnowledgeIndex { world: None, ..(*new).clone() };
+        assert!(knowledge_op("m", &unread, 1).unwrap_err().to_string().contains("not read from a lake"));
     }
 }

@@ -63,6 +63,11 @@ pub enum Error {
     /// forbids it, data that contradicts itself.
     #[error("{0}")]
     Invalid(String),
+    /// A transaction that may only fill empty tables found `table` filled
+    /// by another that landed first (`by`, at lake `version`, where the
+    /// log still names it): nothing of it was committed.
+    #[error("transaction {txn} may only fill an empty {table} table, but {} filled it: nothing of {txn} was committed", filler(.by, *.version))]
+    Filled { table: String, txn: String, by: Option<String>, version: u64 },
     /// Work that did not finish: a background task that panicked, a job
     /// past its deadline, episodes the judge could not be reached for.
     #[error("{0}")]
@@ -120,8 +125,17 @@ impl Error {
             | Error::Job(_)
             | Error::Input(_)
             | Error::Unknown(_)
+            | Error::Filled { .. }
             | Error::Invalid(_) => false,
         }
+    }
+}
+
+/// Who filled a table, as [`Error::Filled`] says it.
+fn filler(by: &Option<String>, version: u64) -> String {
+    match by {
+        Some(txn) => format!("transaction {txn} (lake version {version})"),
+        None => format!("a transaction committed at or before lake version {version}"),
     }
 }
 

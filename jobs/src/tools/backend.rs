@@ -47,6 +47,19 @@ pub struct KnowledgeIndex {
     pub docs: Vec<KnowledgeRow>,
     pub dim: usize,
     pub vectors: Vec<f32>,
+    /// The world it was read from, where it was read from a lake: a
+    /// compute worker keeps one copy per world, so a replaced knowledge
+    /// base is never searched in place of the one the caller read.
+    pub world: Option<WorldVersion>,
+}
+
+/// One world of a lake: a lake version it can be read at, and what tells
+/// it from every other world (a digest of the live files of the world
+/// tables, the same for every version that holds the same world).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorldVersion {
+    pub version: u64,
+    pub key: u64,
 }
 
 #[async_trait::async_trait]

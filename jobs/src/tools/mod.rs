@@ -40,7 +40,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-pub use backend::{BackendError, KnowledgeIndex, MemoryBackend, PostKey, StreamWindow, WorldBackend};
+pub use backend::{BackendError, KnowledgeIndex, MemoryBackend, PostKey, StreamWindow, WorldBackend, WorldVersion};
 pub use compute::{KernelService, SearchCorpus};
 pub use folders::{FolderData, Folders};
 pub use spec::{Param, ParamType, ToolSpec, text_protocol_block};

@@ -34,6 +34,10 @@ use serde::{Deserialize, Serialize};
 use super::Lake;
 use crate::error::{Error, Result};
 
+/// How many commits a refused transaction looks back through for the one
+/// that filled the table it needed empty (only to name it).
+const FILLED_LOOK_BACK: u64 = 1000;
+
 /// How many versions apart checkpoints are written; `SOME_LAKE_CHECKPOINT_INTERVAL`
 /// overrides it (a reader replays the commits after the latest checkpoint:
 /// this many, unless a checkpoint write failed, which only costs time).
@@ -418,9 +422,12 @@ impl Lake {
     }
 
     /// Commits `add` and `removal` as transaction `txn`, at the next free
-    /// version. Returns the version, or `None` if the log already holds
-    /// `txn` (nothing is written again).
-    pub(super) async fn commit_files(&self, txn: &str, add: Vec<FileEntry>, removal: &Removal) -> Result<Option<u64>> {
+    /// version, provided the tables of `empty` hold no rows in the version
+    /// before it ([`Error::Filled`] if one does: checked against the very
+    /// version the commit follows, so a writer that filled the table
+    /// first, however late, is seen). Returns the version, or `None` if the
+    /// log already holds `txn` (nothing is written again).
+    pub(super) async fn commit_files(&self, txn: &str, add: Vec<FileEntry>, removal: &Removal, empty: &[String]) -> Result<Option<u64>> {
         if self.pinned.is_some() {
             return Err(Error::Invalid(format!("the lake at {} is opened as of an earlier version: it cannot be written", self.location)));
         }
@@ -431,6 +438,10 @@ impl Lake {
             self.catch_up(snapshot, None).await?;
             if snapshot.has_txn(txn) {
                 return Ok(None);
+            }
+            if let Some(table) = empty.iter().find(|t| snapshot.files_under(t).any(|f| f.rows > 0)) {
+                let (by, version) = self.filled_by(table, snapshot.version()).await?;
+                return Err(Error::Filled { table: table.clone(), txn: txn.to_string(), by, version });
             }
             let commit = Commit {
                 version: snapshot.applied,
@@ -458,6 +469,21 @@ impl Lake {
             }
             return Ok(Some(commit.version));
         }
+    }
+
+    /// The latest commit at or before `version` that added rows to `table`:
+    /// its transaction (if the log holds it within [`FILLED_LOOK_BACK`]
+    /// commits) and version.
+    async fn filled_by(&self, table: &str, version: u64) -> Result<(Option<String>, u64)> {
+        let oldest = version.saturating_sub(FILLED_LOOK_BACK).max(1);
+        for v in (oldest..=version).rev() {
+            if let Some(commit) = self.read_commit(v).await?
+                && commit.add.iter().any(|f| f.table() == table && f.rows > 0)
+            {
+                return Ok((Some(commit.txn), v));
+            }
+        }
+        Ok((None, version))
     }
 
     async fn write_checkpoint(&self, snapshot: &Snapshot) -> Result<()> {

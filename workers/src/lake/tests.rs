@@ -66,10 +66,10 @@ async fn a_shared_transaction_commits_once_however_often_it_is_committed() {
     assert_eq!(parquet_files(dir.path()), 2);
 
     let tags = ["u1".to_string(), "u2".to_string()];
-    let missing = lake.commit_staged("ingest-t", &[tags.to_vec(), vec!["u3".into()]].concat(), Removal::Nothing).await.unwrap();
+    let missing = lake.commit_staged("ingest-t", &[tags.to_vec(), vec!["u3".into()]].concat(), Removal::Nothing, &[]).await.unwrap();
     assert_eq!(missing, Staged::Missing(vec!["u3".into()]));
     assert_eq!(count(&lake, "knowledge").await, "0", "a transaction missing a part commits nothing");
-    let Staged::Committed(committed) = lake.commit_staged("ingest-t", &tags, Removal::Nothing).await.unwrap() else {
+    let Staged::Committed(committed) = lake.commit_staged("ingest-t", &tags, Removal::Nothing, &[]).await.unwrap() else {
         panic!("all parts are staged")
     };
     assert_eq!((committed.files.len(), committed.rows), (2, 3));
@@ -77,7 +77,7 @@ async fn a_shared_transaction_commits_once_however_often_it_is_committed() {
     assert_eq!(count(&lake, "knowledge").await, "3");
     assert_eq!(lake.vacuum(Duration::ZERO, false).await.unwrap().staged, 2, "a committed transaction's staged parts go");
     // A second committer (or a redelivered job) commits nothing.
-    let again = lake.commit_staged("ingest-t", &tags, Removal::Nothing).await.unwrap();
+    let again = lake.commit_staged("ingest-t", &tags, Removal::Nothing, &[]).await.unwrap();
     assert!(matches!(again, Staged::Committed(Committed { version: None, .. })), "{again:?}");
     assert_eq!(count(&lake, "knowledge").await, "3");
     assert!(lake.abort_staged("ingest-t").await.unwrap_err().to_string().contains("is committed"));
@@ -278,4 +278,48 @@ async fn a_nullable_column_added_later_reads_as_null_from_older_files() {
     let mut rows: Vec<After> = lake.read(&ctx, None).await.unwrap();
     rows.sort_by_key(|r| r.a);
     assert_eq!(rows, vec![After { a: 1, b: None, run_id: "r".into() }, After { a: 2, b: Some(5), run_id: "r".into() }]);
+}
+
+/// Two writers that may only fill an empty table, prepared together: the
+/// first to commit lands, the second is refused whole, naming the first
+/// (commits of other tables in between do not hide it); a redelivered
+/// commit of the first commits nothing and is not refused by its own rows;
+/// a shared transaction is refused the same way.
+#[tokio::test]
+async fn a_writer_that_needs_an_empty_table_is_refused_once_another_filled_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut first = lake.txn_named("world-a");
+    let mut second = lake.txn_named("world-b");
+    let mut shared = lake.txn_in("ingest-c", "u1");
+    for (txn, i) in [(&mut first, 0), (&mut second, 1), (&mut shared, 2)] {
+        txn.write_rows(vec![knowledge(i)]).await.unwrap();
+        txn.require_empty(&[KnowledgeRow::TABLE]);
+    }
+    shared.stage().await.unwrap();
+    let landed = first.commit().await.unwrap().version.unwrap();
+    let mut other = lake.txn();
+    other.write_rows(vec![PostRow::new("p", "x", PostSource::Topic, buckets::topic("t"))]).await.unwrap();
+    other.commit().await.unwrap();
+
+    let err = second.commit().await.unwrap_err();
+    assert!(matches!(&err, crate::error::Error::Filled { by: Some(by), version, .. } if by == "world-a" && *version == landed), "{err:?}");
+    let said = err.to_string();
+    assert!(said.contains("transaction world-a (lake version 1)") && said.contains("nothing of world-b was committed"), "{said}");
+    assert_eq!(count(&lake, "knowledge").await, "1");
+
+    let mut again = lake.txn_named("world-a");
+    again.write_rows(vec![knowledge(0)]).await.unwrap();
+    again.require_empty(&[KnowledgeRow::TABLE]);
+    assert_eq!(again.commit().await.unwrap().version, None, "a redelivered commit is refused by its own rows");
+
+    let err = lake.commit_staged("ingest-c", &["u1".into()], Removal::Nothing, &[KnowledgeRow::TABLE.into()]).await.unwrap_err();
+    assert!(matches!(&err, crate::error::Error::Filled { by: Some(by), .. } if by == "world-a"), "{err:?}");
+    assert_eq!(count(&lake, "knowledge").await, "1");
+    // Replacing the table needs nothing empty.
+    let mut replace = lake.txn();
+    replace.write_rows(vec![knowledge(3)]).await.unwrap();
+    replace.replace_tables(&[KnowledgeRow::TABLE]);
+    replace.commit().await.unwrap();
+    assert_eq!(count(&lake, "knowledge").await, "1");
 }

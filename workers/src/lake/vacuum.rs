@@ -138,7 +138,7 @@ impl Lake {
         let files = added.len() as u64;
         lake.create_log(some_schemas::SCHEMA_VERSION).await?;
         *lake.latest.lock().await = std::sync::Arc::new(lake.load_latest().await?);
-        lake.commit_files("convert-folder-layout", added, &Removal::Nothing).await?;
+        lake.commit_files("convert-folder-layout", added, &Removal::Nothing, &[]).await?;
         lake.delete_quietly(&marker).await?;
         Ok((lake, files))
     }

@@ -91,6 +91,8 @@ pub struct Txn {
     seq: u32,
     added: Vec<FileEntry>,
     removal: Removal,
+    /// Tables that must hold no rows when the commit lands.
+    empty: Vec<String>,
 }
 
 fn unique_suffix() -> String {
@@ -130,7 +132,16 @@ impl Txn {
         let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
         // Time first, so part files sort by when they were written.
         let name = format!("{millis:013x}-{}", unique_suffix());
-        Txn { prefix: format!("part-{name}"), lake, name, tag: None, seq: 0, added: Vec::new(), removal: Removal::Nothing }
+        Txn {
+            prefix: format!("part-{name}"),
+            lake,
+            name,
+            tag: None,
+            seq: 0,
+            added: Vec::new(),
+            removal: Removal::Nothing,
+            empty: Vec::new(),
+        }
     }
 
     pub(super) fn named(lake: Lake, name: String, tag: Option<&str>) -> Txn {
@@ -138,7 +149,7 @@ impl Txn {
             Some(tag) => format!("part-{name}-{tag}-{}", unique_suffix()),
             None => format!("part-{name}-{}", unique_suffix()),
         };
-        Txn { lake, name, tag: tag.map(str::to_string), prefix, seq: 0, added: Vec::new(), removal: Removal::Nothing }
+        Txn { lake, name, tag: tag.map(str::to_string), prefix, seq: 0, added: Vec::new(), removal: Removal::Nothing, empty: Vec::new() }
     }
 
     pub fn id(&self) -> &str {
@@ -212,6 +223,14 @@ impl Txn {
         self.removal = Removal::Files(paths);
     }
 
+    /// On commit, refuses the whole transaction ([`Error::Filled`]) if one
+    /// of these tables holds rows then: for a writer that may only fill an
+    /// empty table and looked before it wrote, as another writer may have
+    /// filled it since.
+    pub fn require_empty(&mut self, tables: &[&str]) {
+        self.empty = tables.iter().map(|t| t.to_string()).collect();
+    }
+
     /// Makes everything written visible at once: one commit of the log.
     pub async fn commit(self) -> Result<Committed> {
         if self.tag.is_some() {
@@ -221,7 +240,7 @@ impl Txn {
             )));
         }
         let mut committed = self.staged();
-        committed.version = self.lake.commit_files(&self.name, self.added, &self.removal).await?;
+        committed.version = self.lake.commit_files(&self.name, self.added, &self.removal, &self.empty).await?;
         Ok(committed)
     }
 
@@ -266,7 +285,9 @@ impl Lake {
     /// Every tag of `tags` must have staged its part: if some have not (a
     /// part deleted, or never written), nothing is committed and they are
     /// returned, so the caller stages them again rather than losing rows.
-    pub async fn commit_staged(&self, id: &str, tags: &[String], removal: Removal) -> Result<Staged> {
+    /// The tables of `empty` must hold no rows when it lands, as
+    /// [`Txn::require_empty`].
+    pub async fn commit_staged(&self, id: &str, tags: &[String], removal: Removal, empty: &[String]) -> Result<Staged> {
         let parts = self.staged_parts(id).await?;
         if !self.snapshot().await?.has_txn(id) {
             let present: Vec<String> = parts.iter().filter_map(|(manifest, _)| tag_of(manifest)).collect();
@@ -280,7 +301,7 @@ impl Lake {
             files: added.iter().map(|f| self.path(&f.path)).collect(),
             rows: added.iter().map(|f| f.rows).sum(),
             bytes: added.iter().map(|f| f.size).sum(),
-            version: self.commit_files(id, added, &removal).await?,
+            version: self.commit_files(id, added, &removal, empty).await?,
         }))
     }
 

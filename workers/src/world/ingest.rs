@@ -36,9 +36,9 @@ use object_store::PutPayload;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use some_jobs::release::{Release, ReleaseFile, ReleasePart};
-use some_schemas::{Job, JobKind, JobMessage, buckets};
+use some_schemas::{Job, JobKind, JobMessage, PostRow, Row, buckets};
 
-use super::{WORLD_TABLES, guard_world};
+use super::{WORLD_TABLES, guard_world, second_world};
 use crate::error::{Error, Result};
 use crate::handler::JobContext;
 use crate::lake::{Lake, Removal, Staged};
@@ -308,8 +308,21 @@ async fn commit(lake: &Lake, manifest: &Manifest) -> Result<CommitRecord> {
         record.parts += done.parts;
     }
     let tags: Vec<String> = (0..manifest.units.len() as u32).map(unit_tag).collect();
-    let removal = if manifest.replace { Removal::Tables(WORLD_TABLES.map(str::to_string).to_vec()) } else { Removal::Nothing };
-    if let Staged::Missing(lost) = lake.commit_staged(&manifest.id, &tags, removal).await? {
+    // Without --replace, another world may have landed since `plan` looked:
+    // the commit is refused then, rather than adding a second world.
+    let (removal, empty) = if manifest.replace {
+        (Removal::Tables(WORLD_TABLES.map(str::to_string).to_vec()), vec![])
+    } else {
+        (Removal::Nothing, vec![PostRow::TABLE.to_string()])
+    };
+    let staged = lake.commit_staged(&manifest.id, &tags, removal, &empty).await.map_err(|e| match e {
+        Error::Filled { .. } => Error::Context {
+            doing: format!("ingestion {} (`some ingest abort {}` deletes what it staged)", manifest.id, manifest.id),
+            source: Box::new(second_world(lake, e)),
+        },
+        e => e,
+    })?;
+    if let Staged::Missing(lost) = staged {
         // Units recorded done whose staged parts are gone are staged again
         // by `resume`, not committed without their rows.
         let units: Vec<u32> = (0..manifest.units.len() as u32).filter(|u| lost.contains(&unit_tag(*u))).collect();
@@ -362,6 +375,38 @@ mod tests {
             assert_eq!(buckets.len(), 1);
         }
         assert_eq!(grouped[1..].iter().map(Vec::len).sum::<usize>(), 500);
+    }
+
+    /// An ingestion planned on an empty lake (no `--replace`) whose commit
+    /// comes after another world landed is refused whole, naming that
+    /// world, and says how to drop what it staged.
+    #[tokio::test]
+    async fn an_ingestion_is_refused_at_its_commit_if_a_world_landed_since_its_plan() {
+        use some_schemas::PostSource;
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().join("lake"))).await.unwrap();
+        let post = |id: &str| PostRow::new(id, "x", PostSource::Topic, buckets::topic("t"));
+        let id = "ingest-20261125T170000-0a1b2c3d";
+        guard_world(&lake, false).await.unwrap();
+        let manifest = Manifest { id: id.into(), root: dir.path().into(), replace: false, units: vec![vec![]], planned_at: 0 };
+        let mut part = lake.txn_in(id, &unit_tag(0));
+        part.write_rows(vec![post("a")]).await.unwrap();
+        let staged = part.stage().await.unwrap();
+        let done = UnitDone { rows: staged.rows, bytes: staged.bytes, parts: staged.files.len() };
+        put_json(&lake, &state_path(&lake, id, &marker("done", 0)), &done).await.unwrap();
+
+        // A synth lands while the ingestion's units run.
+        let mut synth = lake.txn();
+        synth.write_rows(vec![post("s")]).await.unwrap();
+        synth.require_empty(&[PostRow::TABLE]);
+        let synth_id = synth.id().to_string();
+        synth.commit().await.unwrap();
+
+        let err = commit(&lake, &manifest).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("transaction {synth_id}")), "{err}");
+        assert!(err.contains(&format!("`some ingest abort {id}`")), "{err}");
+        assert_eq!(super::super::world_posts(&lake).await.unwrap(), 1);
+        assert!(get_json::<CommitRecord>(&lake, &state_path(&lake, id, "committed.json")).await.unwrap().is_none());
     }
 
     #[test]

@@ -15,13 +15,13 @@
 //! committed while it runs.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
-use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, StreamWindow, WorldBackend};
+use sha2::{Digest, Sha256};
+use some_jobs::tools::{BackendError, KnowledgeIndex, PostKey, StreamWindow, WorldBackend, WorldVersion};
 use some_schemas::{
     EmbeddingRow, KnowledgeRow, PostRow, PostSource, RefPostRow, Row, Timestamp, UserRow, buckets, embeddings, knowledge, posts,
 };
@@ -39,15 +39,18 @@ type Vectors = Arc<HashMap<String, Vec<f32>>>;
 type VectorCache = (u64, HashMap<(String, String), (u64, Vectors)>);
 
 /// What tells one world from another: the live files of the world tables
-/// (each file is written once, under a name of its own), hashed.
+/// (each file is written once, under a name of its own), digested. The
+/// same in every process and build, so that a compute worker keeps a
+/// knowledge base per world for all the workers that read it.
 fn world_key(snapshot: &Snapshot) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = Sha256::new();
     for table in WORLD_TABLES {
         for file in snapshot.files_under(table) {
-            file.path.hash(&mut h);
+            h.update(file.path.as_bytes());
+            h.update([0]);
         }
     }
-    h.finish()
+    u64::from_le_bytes(h.finalize()[..8].try_into().expect("8 bytes of a digest"))
 }
 
 /// The tools' world of a lake: the latest [`LakeWorld`], made again when a
@@ -133,6 +136,11 @@ impl LakeWorld {
     /// The lake version this world is read at.
     pub fn version(&self) -> u64 {
         self.snapshot.version()
+    }
+
+    /// This world: its lake version and its key.
+    pub fn world_version(&self) -> WorldVersion {
+        WorldVersion { version: self.version(), key: self.key }
     }
 
     async fn rows<R: Row>(&self, filter: Expr, order: Vec<datafusion::logical_expr::SortExpr>) -> Result<Vec<R>, BackendError> {
@@ -250,7 +258,7 @@ impl WorldBackend for LakeWorld {
         let complete = docs.iter().all(|d| by_index.get(&d.doc_index).is_some_and(|v| v.len() == dim));
         let vectors =
             if complete && dim > 0 { docs.iter().flat_map(|d| by_index[&d.doc_index].iter().copied()).collect() } else { Vec::new() };
-        let index = Arc::new(KnowledgeIndex { docs, dim: if complete { dim } else { 0 }, vectors });
+        let index = Arc::new(KnowledgeIndex { docs, dim: if complete { dim } else { 0 }, vectors, world: Some(self.world_version()) });
         self.knowledge.lock().map_err(err)?.insert(model.to_string(), index.clone());
         Ok(index)
     }

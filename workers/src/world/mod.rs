@@ -128,6 +128,10 @@ pub async fn world_posts(lake: &Lake) -> Result<u64> {
 }
 
 /// Refuses to add a second world to a lake unless asked to replace it.
+/// Checked before a world is written, so that a lake with a world refuses
+/// at once; the world's commit checks again (its `posts` must still be
+/// empty when it lands: [`crate::lake::Txn::require_empty`]), as another
+/// world may land while this one is written.
 pub(crate) async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     let posts = world_posts(lake).await?;
     if posts > 0 && !replace {
@@ -139,12 +143,29 @@ pub(crate) async fn guard_world(lake: &Lake, replace: bool) -> Result<()> {
     Ok(())
 }
 
+/// A world's commit refused because another world landed first, said as
+/// such; any other error as it is.
+pub(crate) fn second_world(lake: &Lake, e: Error) -> Error {
+    match e {
+        Error::Filled { by, version, .. } => Error::Invalid(format!(
+            "the lake at {} got a world while this one was being written ({}, lake version {version}): nothing of this one was committed; \
+             pass --replace to replace that world, or use another --lake",
+            lake.location(),
+            by.map_or_else(|| "by an earlier transaction".to_string(), |t| format!("transaction {t}")),
+        )),
+        e => e,
+    }
+}
+
 /// Commits the world; replacing one swaps the tables in the same commit.
-async fn finish(mut txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
+async fn finish(lake: &Lake, mut txn: Txn, replace: bool, started: Instant) -> Result<ImportReport> {
     if replace {
         txn.replace_tables(&WORLD_TABLES);
+    } else {
+        // Another world may have landed since `guard_world` looked.
+        txn.require_empty(&[PostRow::TABLE]);
     }
-    let committed = txn.commit().await?;
+    let committed = txn.commit().await.map_err(|e| second_world(lake, e))?;
     Ok(ImportReport {
         added: committed.rows,
         skipped: 0,
@@ -245,7 +266,7 @@ pub async fn write_world(
         return Err(e);
     }
     progress.finish();
-    finish(txn, replace, started).await
+    finish(lake, txn, replace, started).await
 }
 
 /// The release files of one generated unit: its location stream or topic
@@ -269,4 +290,45 @@ fn write_release_unit(release: &ReleaseWriter, world: &World, source: PostSource
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LakeLocation;
+
+    async fn world_of(lake: &Lake, post: &str) -> Txn {
+        let mut txn = lake.txn();
+        txn.write_rows(vec![PostRow::new(post, "x", PostSource::Topic, some_schemas::buckets::topic("t"))]).await.unwrap();
+        txn.write_rows(vec![KnowledgeRow { doc_index: 0, content: post.into(), link: None, extra: None }]).await.unwrap();
+        txn
+    }
+
+    /// Two worlds written at once (a synth and an ingestion started
+    /// together) both pass the guard on an empty lake; the first to commit
+    /// lands and the second is refused at its commit, naming the first:
+    /// the lake never holds two worlds. A replacement lands whatever is
+    /// there.
+    #[tokio::test]
+    async fn of_two_worlds_written_at_once_the_second_is_refused_at_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&LakeLocation::Local(dir.path().join("lake"))).await.unwrap();
+        guard_world(&lake, false).await.unwrap();
+        let first = world_of(&lake, "a").await;
+        guard_world(&lake, false).await.unwrap();
+        let second = world_of(&lake, "b").await;
+        let first_id = first.id().to_string();
+        finish(&lake, first, false, Instant::now()).await.unwrap();
+
+        let err = finish(&lake, second, false, Instant::now()).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("transaction {first_id}")) && err.contains("nothing of this one was committed"), "{err}");
+        assert!(err.contains("--replace"), "{err}");
+        assert_eq!(world_posts(&lake).await.unwrap(), 1);
+        let knowledge = lake.read::<KnowledgeRow>(&lake.session().await.unwrap(), None).await.unwrap();
+        assert_eq!(knowledge.len(), 1, "the refused world's knowledge landed");
+
+        let replacement = world_of(&lake, "c").await;
+        finish(&lake, replacement, true, Instant::now()).await.unwrap();
+        assert_eq!(world_posts(&lake).await.unwrap(), 1);
+    }
 }
