@@ -83,6 +83,16 @@ pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:
 table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #cbd5e0;padding:2px 8px;text-align:right}\
 td.w,th.w{text-align:left}tr.run{font-weight:bold;background:#ebf8ff}pre{background:#f7fafc;padding:1em}.legend{font-size:90%}";
 
+/// At most `n` characters of `text`, the last of them an ellipsis where
+/// the text was cut: for a long text in a table cell or a list line.
+pub fn cut(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(n.saturating_sub(1)).collect();
+    format!("{}…", kept.trim_end())
+}
+
 /// Text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -162,6 +172,13 @@ impl Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_text_keeps_n_characters_with_its_ellipsis() {
+        assert_eq!(cut("微博用户的帖子", 7), "微博用户的帖子");
+        assert_eq!(cut("微博用户的帖子", 4), "微博用…");
+        assert_eq!(cut("one two three", 5), "one…", "no space before the ellipsis");
+    }
 
     fn table() -> Table {
         Table {

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use some_jobs::agent::Transcript;
 use some_jobs::chat::Role;
-use some_jobs::render::{STYLE, escape};
+use some_jobs::render::{STYLE, cut, escape};
 use some_schemas::{EpisodeRow, QueryId, RunId, ScoreRow};
 
 use super::record::load_run;
@@ -232,14 +232,6 @@ fn rated(s: &ScoreRow) -> String {
         (Some(label), _) => label.clone(),
         (None, Some(dimensions)) => dimensions.clone(),
         (None, None) => String::new(),
-    }
-}
-
-/// At most `n` characters of `text`, with an ellipsis when cut.
-fn cut(text: &str, n: usize) -> String {
-    match text.char_indices().nth(n) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

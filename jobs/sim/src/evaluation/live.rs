@@ -167,12 +167,7 @@ fn plural(n: u64, word: &str) -> String {
 
 /// The text on one line, at most `n` characters (an ellipsis where cut).
 fn cut(text: &str, n: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= n {
-        return one_line;
-    }
-    let kept: String = one_line.chars().take(n.saturating_sub(1)).collect();
-    format!("{}…", kept.trim_end())
+    some_jobs::render::cut(&text.split_whitespace().collect::<Vec<_>>().join(" "), n)
 }
 
 #[cfg(test)]
