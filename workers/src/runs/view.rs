@@ -348,7 +348,7 @@ mod tests {
         let long = "字".repeat(SHOWN + 5);
         let html = folded(&long);
         assert!(html.contains(&format!("all {} characters", SHOWN + 5)), "{html}");
-        assert!(html.starts_with(&format!("<pre>{}…</pre>", "字".repeat(SHOWN))));
+        assert!(html.starts_with(&format!("<pre>{}…</pre>", "字".repeat(SHOWN - 1))), "{html}");
         assert_eq!(file_name("run/1:q 2"), "run_1_q_2");
     }
 }
