@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Dependencies between the crates point one way:
 #   pipeline -> workers -> sim (jobs/sim) -> jobs -> schemas
+#   pipeline -> annotate (jobs/annotate) -> jobs
 # A crate may depend only on crates to its right; inside a crate, sibling
 # modules import each other without a loop (infra/check-modules.py).
 set -euo pipefail
@@ -20,8 +21,9 @@ check() { # crate, allowed workspace dependencies...
 check schemas
 check jobs some-schemas
 check jobs/sim some-schemas some-jobs
+check jobs/annotate some-schemas some-jobs
 check workers some-schemas some-jobs some-sim
-check pipeline some-schemas some-jobs some-sim some-workers
-python3 infra/check-modules.py schemas/src jobs/src jobs/sim/src workers/src pipeline/src || fail=1
+check pipeline some-schemas some-jobs some-sim some-annotate some-workers
+python3 infra/check-modules.py schemas/src jobs/src jobs/sim/src jobs/annotate/src workers/src pipeline/src || fail=1
 [ $fail -eq 0 ] && echo "crate dependencies point one way; no module import loops"
 exit $fail

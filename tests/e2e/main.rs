@@ -1,6 +1,7 @@
 //! End-to-end tests: the `some` command against real files, a real lake on a
 //! local folder and on a real S3 server. One binary, one module per area.
 
+mod annotation;
 mod distributed;
 mod embedder;
 mod episodes;

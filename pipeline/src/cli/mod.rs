@@ -2,6 +2,7 @@
 //! flags several share and [`wait`] for waiting on workers; each command
 //! turns its flags into a validated plan, then calls the workers crate.
 
+mod annotate;
 mod cancel;
 mod check;
 mod compact;
@@ -90,6 +91,10 @@ pub enum Command {
     Ingest(ingest::Ingest),
     /// Generate a world in which the lake's queries are answerable.
     Synth(synth::Synth),
+    /// Make SoMe-style queries and ground truth from social-media data
+    /// (UBP, UCS, MCR from interactions; MID from LIAR-RAW and RAWFC).
+    #[command(subcommand)]
+    Annotate(annotate::Annotate),
     /// The persona-driven social-media simulation: run, resume, status, cancel.
     #[command(subcommand)]
     Sim(sim::Sim),
@@ -131,6 +136,7 @@ impl Cli {
             Command::Lake(cmd) => cmd.run(lake).await,
             Command::Ingest(cmd) => cmd.run(&open(lake).await?).await,
             Command::Synth(cmd) => cmd.run(&open(lake).await?).await,
+            Command::Annotate(cmd) => cmd.run(&open(lake).await?).await,
             Command::Sim(cmd) => cmd.run(&open(lake).await?).await,
             Command::Sql(cmd) => cmd.run(&open(lake).await?).await,
             Command::Check(cmd) => cmd.run(&open(lake).await?).await,

@@ -1,0 +1,51 @@
+//! The paper's annotation pipelines: SoMe-style queries and their ground
+//! truth made from social-media data, written in the reference's layout
+//! under an output folder: `datasets/<task folder>/ground_truth.json`, read
+//! by `some ingest queries OUT/datasets` as the release's own files are, and
+//! world data under `database/`, read by `some ingest release OUT`.
+//!
+//! - [`interactions`] and [`sampling`]: UBP, UCS and MCR, drawn from who
+//!   interacted with what, no model involved;
+//! - [`claims`]: MID, imported from LIAR-RAW and RAWFC.
+
+pub mod claims;
+pub mod interactions;
+pub mod sampling;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use some_jobs::InputError;
+use some_schemas::Task;
+
+/// Writes `value` as `<out>/<relative>`, refusing to replace a file that is
+/// there unless `replace`; written whole or not at all.
+pub fn write_json(out: &Path, relative: &str, value: &Value, replace: bool) -> Result<PathBuf, InputError> {
+    let path = out.join(relative);
+    if path.exists() && !replace {
+        return Err(InputError::new(&path, "", "the file exists; pass --replace to overwrite it"));
+    }
+    let folder = path.parent().expect("a relative file path has a parent");
+    std::fs::create_dir_all(folder).map_err(|e| InputError::new(folder, "", format!("cannot create: {e}")))?;
+    let mut bytes = serde_json::to_vec_pretty(value).expect("JSON values serialise");
+    bytes.push(b'\n');
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, bytes).map_err(|e| InputError::new(&partial, "", format!("cannot write: {e}")))?;
+    std::fs::rename(&partial, &path).map_err(|e| InputError::new(&path, "", format!("cannot write: {e}")))?;
+    Ok(path)
+}
+
+/// The folder of the query files under an output folder.
+pub const DATASETS: &str = "datasets";
+
+/// Where a task's ground truth goes under an output folder.
+pub fn ground_truth_path(task: Task) -> String {
+    format!("{DATASETS}/{}/ground_truth.json", task.folder())
+}
+
+/// Where the knowledge base goes under an output folder: the release's
+/// place, so `some ingest release` imports it.
+pub const KNOWLEDGE_PATH: &str = "database/knowledge_data/knowledge_base.json";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+//! `some annotate`: queries made from a world's interactions and from
+//! LIAR-RAW/RAWFC files, written in the release's layout and read back by
+//! `some ingest queries` as the release's own files are.
+
+use some_tests::{csv, lake_with_world, some};
+
+/// Rows of `queries` per task and label, as CSV.
+const PER_LABEL: &str = "SELECT task, label, count(*) AS n FROM queries GROUP BY task, label ORDER BY task, label";
+
+#[test]
+fn queries_drawn_from_a_world_s_interactions_keep_their_rules_and_import_as_written() {
+    let (dir, lake) = lake_with_world();
+    let out = dir.path().join("annotated");
+    let out = out.to_str().unwrap();
+    let args = ["annotate", "interactions", "--out", out, "--ubp-per-type", "40", "--ucs", "60", "--mcr", "60", "--seed", "5"];
+    let made = some(&lake, &[], &args).ok();
+    for line in ["UBP like: 40 of 40", "UBP repost: 40 of 40", "UCS ucs: 60 of 60", "MCR mcr: 60 of 60", "UBP: 240 queries"] {
+        assert!(made.stdout.contains(line), "{line:?} not in:\n{}", made.stdout);
+    }
+    assert_eq!(made.stdout.matches("rules checked on every one: 0 breaches").count(), 3, "{}", made.stdout);
+
+    let again = some(&lake, &[], &args);
+    assert_ne!(again.status, 0, "an existing file is not overwritten without --replace");
+    assert!(again.stderr.contains("--replace"), "{}", again.stderr);
+
+    let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
+    let datasets = format!("{out}/datasets");
+    let ingested = some(&fresh, &[], &["ingest", "queries", &datasets]).ok();
+    assert!(ingested.stdout.contains("read 480 queries (UBP 240, UCS 120, MCR 120)"), "{}", ingested.stdout);
+    assert_eq!(
+        csv(&fresh, PER_LABEL),
+        "task,label,n\nMCR,否,60\nMCR,是,60\nUBP,否,120\nUBP,是,120\nUCS,否,60\nUCS,是,60\n",
+        "balanced, as written"
+    );
+}
+
+#[test]
+fn a_bad_interactions_file_is_refused_whole_and_nothing_is_written() {
+    let (dir, lake) = lake_with_world();
+    let file = dir.path().join("interactions.jsonl");
+    std::fs::write(&file, "{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"like\"}\n{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"love\"}\n").unwrap();
+    let out = dir.path().join("annotated");
+    let run = some(&lake, &[], &["annotate", "interactions", "--interactions", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_ne!(run.status, 0);
+    assert!(run.stderr.contains("line 2.kind") && run.stderr.contains("unknown kind \"love\""), "{}", run.stderr);
+    assert!(!out.exists(), "nothing is written");
+}
+
+#[test]
+fn claims_from_liar_raw_and_rawfc_become_mid_queries_and_a_knowledge_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let liar = dir.path().join("test.json");
+    std::fs::write(
+        &liar,
+        r#"[{"event_id": "11972.json", "claim": "Building a wall will take years.", "label": "mostly-true", "explain": "",
+             "reports": [{"content": "Engineers say a wall takes years.", "link": "https://a.example/1"},
+                         {"content": "Border wall costs rise.", "link": "https://a.example/2"}]},
+            {"event_id": "11685.json", "claim": "Layoffs will double this year.", "label": "pants-fire", "explain": "",
+             "reports": [{"content": "Layoffs fell this year.", "link": "https://b.example/1"}]}]"#,
+    )
+    .unwrap();
+    let rawfc = dir.path().join("rawfc");
+    std::fs::create_dir(&rawfc).unwrap();
+    std::fs::write(
+        rawfc.join("195391.json"),
+        r#"{"event_id": "195391", "claim": "A town banned snow.", "label": "half", "original_label": "mixture",
+            "reports": [{"content": "The town limited snow machines.", "link": "https://c.example/1"}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("mid");
+    let lake = dir.path().join("lake").to_str().unwrap().to_string();
+    let made = some(
+        &lake,
+        &[],
+        &["annotate", "claims", "--liar-raw", liar.to_str().unwrap(), "--rawfc", rawfc.to_str().unwrap(), "--out", out.to_str().unwrap()],
+    )
+    .ok();
+    assert!(made.stdout.contains("MID: 3 claims (false 1, half 1, true 1)"), "{}", made.stdout);
+    assert!(made.stdout.contains("knowledge base: 4 reports"), "{}", made.stdout);
+
+    some(&lake, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    some(&lake, &[], &["ingest", "release", out.to_str().unwrap()]).ok();
+    assert_eq!(
+        csv(&lake, "SELECT source_key, label, claim FROM queries ORDER BY source_key"),
+        "source_key,label,claim\n11685.json,false,Layoffs will double this year.\n11972.json,true,Building a wall will take years.\n195391,half,A town banned snow.\n"
+    );
+    assert_eq!(
+        csv(&lake, "SELECT doc_index, link FROM knowledge ORDER BY doc_index"),
+        "doc_index,link\n0,https://a.example/1\n1,https://a.example/2\n2,https://b.example/1\n3,https://c.example/1\n"
+    );
+}
