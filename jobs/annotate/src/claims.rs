@@ -12,7 +12,7 @@
 //! 1,251 of them, LIAR-RAW's test split) and RAWFC ids (200, its test
 //! split), and LIAR's published test-split label counts folded this way,
 //! plus RAWFC's three near-equal thirds, come close to the release's 510
-//! true, 540 half, 401 false; no other folding of the six does.
+//! true, 540 half, 401 false; no other folding of the ordered six comes close.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
