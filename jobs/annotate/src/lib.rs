@@ -6,9 +6,12 @@
 //!
 //! - [`interactions`] and [`sampling`]: UBP, UCS and MCR, drawn from who
 //!   interacted with what, no model involved;
+//! - [`events`]: RED, a location-day's posts clustered, each cluster kept
+//!   or dropped and summarised by a model, linked to one-hour windows;
 //! - [`claims`]: MID, imported from LIAR-RAW and RAWFC.
 
 pub mod claims;
+pub mod events;
 pub mod interactions;
 pub mod sampling;
 

@@ -1,20 +1,30 @@
 //! `some annotate interactions|claims`: SoMe-style queries and their ground
 //! truth made from social-media data, in the release's layout.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Subcommand;
 use some_annotate::claims::{self, Claim};
+use some_annotate::events::{self, DayEvents};
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
 use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json};
+use some_jobs::chat::ChatModel;
+use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, Embedder, Purpose, cluster_threshold as cluster_threshold_of};
+use some_jobs::kernels::Kernels;
 use some_jobs::queries::read_task_file;
 use some_jobs::release::{Release, ReleaseFile};
-use some_schemas::{RefPostRow, Task};
+use some_schemas::row::ColumnValue;
+use some_schemas::{QueryRow, RefPostRow, Task, Timestamp, buckets, posts};
 use some_workers::Lake;
+use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
 use some_workers::world::read_queries;
+
+use super::flags::{KernelsFlag, ModelFlags};
 
 #[derive(Debug, Subcommand)]
 pub enum Annotate {
@@ -50,6 +60,40 @@ pub enum Annotate {
         #[arg(long)]
         out: PathBuf,
         /// Overwrite ground-truth files that are there.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// RED: each day's posts of a location clustered with the tools'
+    /// clustering, each cluster of at least --min-posts kept or dropped
+    /// and summarised by the model, each event linked to the one-hour
+    /// windows its posts fall in. Where the lake's RED queries cover those
+    /// days (a synthetic world's), prints recall and precision against them.
+    Events {
+        /// The location, as the location streams name it.
+        #[arg(long)]
+        location: String,
+        /// The days, YYYY-MM-DD, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        days: Vec<String>,
+        #[command(flatten)]
+        model: ModelFlags,
+        /// The built-in embedder whose vectors are clustered.
+        #[arg(long, default_value = DEFAULT_EMBEDDING_MODEL)]
+        embedding_model: String,
+        /// θ; the embedder's measured clustering threshold if not given.
+        #[arg(long)]
+        cluster_threshold: Option<f32>,
+        /// Smaller clusters are not shown to the model.
+        #[arg(long, default_value_t = events::Settings::default().min_posts)]
+        min_posts: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[command(flatten)]
+        kernels: KernelsFlag,
+        /// The folder to write `datasets/realtime_event_detection/ground_truth.json` into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Overwrite a ground-truth file that is there.
         #[arg(long)]
         replace: bool,
     },
@@ -97,6 +141,21 @@ impl Annotate {
                     bail!("{breaches} written queries break their rule (listed above)");
                 }
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
+            }
+            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, kernels, out, replace } => {
+                let settings = events::Settings {
+                    theta: cluster_threshold.unwrap_or_else(|| cluster_threshold_of(&embedding_model)),
+                    min_posts,
+                    seed,
+                    ..events::Settings::default()
+                };
+                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
+                let Some(embedder) = installed_embedder(&embedding_model)? else {
+                    bail!("{embedding_model} is not installed: run `some models fetch {embedding_model}`");
+                };
+                let kernels = kernels.open()?;
+                return annotate_events(lake, &location, &days, chat.as_ref(), embedder.as_ref(), &kernels, settings, &out, replace).await;
             }
             Annotate::Claims { liar_raw, rawfc, out, replace } => {
                 if liar_raw.is_empty() && rawfc.is_empty() {
@@ -170,4 +229,121 @@ fn write_and_check(index: &Index, annotated: &Annotated, out: &Path, replace: bo
     }
     println!("{task}: {} queries → {}; rules checked on every one: {} breaches", rows.len(), path.display(), breaches.len());
     Ok(breaches.len())
+}
+
+/// RED for each day of `location`: posts read from the lake, embedded,
+/// clustered and judged; the ground truth written; the truth's figures
+/// where the lake's RED queries cover the days.
+#[allow(clippy::too_many_arguments)]
+async fn annotate_events(
+    lake: &Lake,
+    location: &str,
+    days: &[String],
+    chat: &dyn ChatModel,
+    embedder: &dyn Embedder,
+    kernels: &Arc<dyn Kernels>,
+    settings: events::Settings,
+    out: &Path,
+    replace: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut annotated: Vec<DayEvents> = Vec::new();
+    for day in days {
+        if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
+            bail!("--days: {day:?} is not a YYYY-MM-DD date");
+        }
+        let started = std::time::Instant::now();
+        let posts = day_posts(lake, location, day).await?;
+        if posts.is_empty() {
+            bail!("the lake has no posts of {location} on {day} (a location stream, `raw_data/{day}_{location}_sensitive.jsonl`)");
+        }
+        let texts: Vec<String> = posts.iter().map(|p| p.text.clone()).collect();
+        let mut vectors = Vec::with_capacity(texts.len() * embedder.dim());
+        for batch in texts.chunks(64) {
+            vectors.extend(embedder.embed(batch, Purpose::Document).await?.into_iter().flatten());
+        }
+        let found =
+            events::detect(location, day, &posts, &vectors, embedder.dim(), kernels, chat, settings).await?;
+        println!(
+            "{location} {day}: {} posts, {} clusters, {} shown to {}: {} events, {} not events, {} unreadable replies ({} + {} tokens, {:.0} s)",
+            found.posts,
+            found.clusters,
+            found.shown,
+            chat.name(),
+            found.events.len(),
+            found.not_events,
+            found.unreadable.len(),
+            found.usage.prompt_tokens,
+            found.usage.completion_tokens,
+            started.elapsed().as_secs_f64()
+        );
+        for reply in found.unreadable.iter().take(3) {
+            eprintln!("  unreadable reply: {reply}");
+        }
+        annotated.push(found);
+    }
+    let ground_truth = events::ground_truth(&annotated);
+    let windows = ground_truth.as_object().map_or(0, |o| o.len());
+    if windows == 0 {
+        bail!("no event was found, so no RED query can be made (nothing written)");
+    }
+    let path = write_json(out, &ground_truth_path(Task::Red), &ground_truth, replace)?;
+    let rows = read_task_file(Task::Red, &path)?;
+    println!("RED: {} queries (one-hour windows with events) → {}", rows.len(), path.display());
+
+    let truth = red_truth(&read_queries(lake).await?, location);
+    let in_scope = |key: &str| days.iter().any(|d| key.starts_with(d.as_str()));
+    if truth.keys().any(|k| in_scope(k)) {
+        let m = events::measure(&ground_truth, &truth, &in_scope);
+        println!(
+            "against the lake's RED queries of those days: recall {:.1}% ({} of {} window events), precision {:.1}% ({} of {} annotated window events match one), match = character-pair similarity ≥ {}",
+            100.0 * m.recall(),
+            m.recalled,
+            m.truth,
+            100.0 * m.precision(),
+            m.correct,
+            m.annotated,
+            events::MATCH_SIMILARITY
+        );
+    }
+    println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The posts of `location`'s stream on `day`, in time order, each its title and content.
+async fn day_posts(lake: &Lake, location: &str, day: &str) -> anyhow::Result<Vec<events::Post>> {
+    let sql = format!(
+        "SELECT {id}, {at}, {title}, {content} FROM {table} WHERE {source} = 'raw' AND {bucket} = '{b}' ORDER BY {at}, {id}",
+        id = posts::post_id,
+        at = posts::published_at,
+        title = posts::title,
+        content = posts::content,
+        table = posts::TABLE,
+        source = posts::source,
+        bucket = posts::bucket,
+        b = buckets::raw(day, location).replace('\'', "''"),
+    );
+    let mut out = Vec::new();
+    for batch in lake.sql(&sql).await? {
+        let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
+        let at = <Timestamp as ColumnValue>::from_array(batch.column(1).as_ref()).map_err(anyhow::Error::msg)?;
+        for (((id, at), title), content) in text(0)?.into_iter().zip(at).zip(text(2)?).zip(text(3)?) {
+            let (Some(id), Some(at)) = (id, at) else { continue };
+            let text = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
+            out.push(events::Post { id, at, text });
+        }
+    }
+    Ok(out)
+}
+
+/// The lake's RED queries of `location`: window key → each event's title and summary.
+fn red_truth(queries: &[QueryRow], location: &str) -> BTreeMap<String, Vec<String>> {
+    queries
+        .iter()
+        .filter(|q| q.task == Task::Red && q.location.as_deref() == Some(location))
+        .map(|q| {
+            let events: Vec<serde_json::Value> = q.reference.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+            let texts = events.iter().map(|e| format!("{}{}", e["标题"].as_str().unwrap_or_default(), e["摘要"].as_str().unwrap_or_default()));
+            (q.source_key.clone(), texts.collect())
+        })
+        .collect()
 }

@@ -1,0 +1,396 @@
+//! RED: the events of one location and day, as the paper made them.
+//!
+//! The day's posts are clustered with the tools' single-pass clustering
+//! (through [`KernelService`], so compute workers and the GPU serve it);
+//! the model looks at each cluster of at least `min_posts` and either
+//! drops it (no event: chatter, questions, adverts) or summarises it into
+//! title, content, time and place; each event is then linked to the
+//! one-hour windows of the query template in which its posts were
+//! discussed, and a window with no event makes no query.
+//!
+//! [`measure`] compares the result with events known to be true (the
+//! synthetic world's): an annotated event matches a true one of the same
+//! window when their texts share enough character pairs.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde_json::{Map, Value, json};
+use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::tools::{BackendError, KernelService};
+use some_schemas::Timestamp;
+
+const PROMPT: &str = include_str!("../prompts/red_event.txt");
+
+/// A post of the location's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Post {
+    pub id: String,
+    pub at: Timestamp,
+    pub text: String,
+}
+
+/// How clusters become events.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// The clustering threshold (the tools' θ for the embedder).
+    pub theta: f32,
+    /// Smaller clusters are not shown to the model.
+    pub min_posts: usize,
+    /// An event is linked to an hour in which at least this many of its
+    /// posts appeared (or, if no hour has that many, to its busiest hour).
+    pub min_posts_in_window: usize,
+    /// Posts of a cluster shown to the model (its earliest ones).
+    pub shown: usize,
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { theta: some_jobs::embed::REFERENCE_CLUSTER_THRESHOLD, min_posts: 3, min_posts_in_window: 2, shown: 8, seed: 0 }
+    }
+}
+
+/// One event as the release writes it, and the windows it is linked to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub title: String,
+    pub content: String,
+    pub time: String,
+    pub place: String,
+    /// Start of each one-hour window the event is linked to.
+    pub windows: Vec<Timestamp>,
+    /// Ids of the posts of its cluster.
+    pub posts: Vec<String>,
+}
+
+/// What became of one location-day.
+#[derive(Debug, Clone, Default)]
+pub struct DayEvents {
+    pub location: String,
+    pub day: String,
+    pub posts: usize,
+    pub clusters: usize,
+    /// Clusters of at least `min_posts`, shown to the model.
+    pub shown: usize,
+    pub events: Vec<Event>,
+    /// Clusters the model said describe no event.
+    pub not_events: usize,
+    /// Clusters whose replies could not be read even when asked again: the reply, cut.
+    pub unreadable: Vec<String>,
+    pub usage: Usage,
+}
+
+/// Why a day could not be annotated.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("clustering: {0}")]
+    Kernels(String),
+    #[error("{0}")]
+    Input(String),
+}
+
+impl From<BackendError> for EventsError {
+    fn from(e: BackendError) -> EventsError {
+        EventsError::Kernels(e.0)
+    }
+}
+
+/// The reply's shape, also sent as a JSON schema (a grammar for the built-in
+/// model; `response_format` for an endpoint).
+fn schema() -> Value {
+    let text = |max: u32| json!({"type": "string", "maxLength": max});
+    json!({
+        "type": "object",
+        "properties": {"event": {"type": "boolean"}, "title": text(40), "content": text(160), "time": text(20), "location": text(20)},
+        "required": ["event", "title", "content", "time", "location"],
+        "additionalProperties": false
+    })
+}
+
+/// Clusters the day's posts (sorted by time; `vectors` row `i` is post `i`,
+/// `dim` values a row) and asks the model about each cluster big enough.
+pub async fn detect(
+    location: &str,
+    day: &str,
+    posts: &[Post],
+    vectors: &[f32],
+    dim: usize,
+    kernels: &dyn KernelService,
+    model: &dyn ChatModel,
+    settings: Settings,
+) -> Result<DayEvents, EventsError> {
+    if posts.len() * dim != vectors.len() {
+        return Err(EventsError::Input(format!("{} posts but {} vector values of dimension {dim}", posts.len(), vectors.len())));
+    }
+    let mut out = DayEvents { location: location.into(), day: day.into(), posts: posts.len(), ..DayEvents::default() };
+    if posts.is_empty() {
+        return Ok(out);
+    }
+    let ids = kernels.single_pass_cluster(vectors, dim, settings.theta).await?;
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in ids.into_iter().enumerate() {
+        let c = c as usize - 1;
+        if clusters.len() <= c {
+            clusters.resize_with(c + 1, Vec::new);
+        }
+        clusters[c].push(i);
+    }
+    out.clusters = clusters.len();
+    for members in clusters.into_iter().filter(|m| m.len() >= settings.min_posts) {
+        out.shown += 1;
+        let shown: Vec<String> = members
+            .iter()
+            .take(settings.shown)
+            .enumerate()
+            .map(|(n, &i)| format!("{}. [{}] {}", n + 1, posts[i].at.naive().format("%H:%M"), one_line(&posts[i].text, 200)))
+            .collect();
+        let prompt = PROMPT
+            .replace("{day}", day)
+            .replace("{location}", location)
+            .replace("{count}", &members.len().to_string())
+            .replace("{posts}", &shown.join("\n"));
+        match ask(model, &prompt, settings.seed, &mut out.usage).await? {
+            Reply::NotEvent => out.not_events += 1,
+            Reply::Unreadable(text) => out.unreadable.push(text),
+            Reply::Event { title, content, time, place } => out.events.push(Event {
+                title,
+                content,
+                time: if time.is_empty() { day.replace('-', ".") } else { time },
+                place: if place.is_empty() { location.to_string() } else { place },
+                windows: windows(posts, &members, settings.min_posts_in_window),
+                posts: members.iter().map(|&i| posts[i].id.clone()).collect(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+enum Reply {
+    Event { title: String, content: String, time: String, place: String },
+    NotEvent,
+    Unreadable(String),
+}
+
+/// Asks about one cluster; a reply that cannot be read is asked once more
+/// with another seed.
+async fn ask(model: &dyn ChatModel, prompt: &str, seed: u64, usage: &mut Usage) -> Result<Reply, ModelError> {
+    let mut last = String::new();
+    for attempt in 0..2 {
+        let request = ChatRequest {
+            messages: vec![Message::user(prompt)],
+            temperature: Some(0.0),
+            seed: Some(seed + attempt),
+            max_tokens: Some(400),
+            response_format: Some(JsonSchema::new("red_event", schema())),
+            ..ChatRequest::default()
+        };
+        let response = model.chat(&request).await?;
+        *usage += response.usage;
+        if let Some(reply) = read_reply(&response.content) {
+            return Ok(reply);
+        }
+        last = one_line(&response.content, 200);
+    }
+    Ok(Reply::Unreadable(last))
+}
+
+/// The reply's JSON object (the first `{` to the last `}`), if it says
+/// whether there is an event and, if so, gives a title and a content.
+fn read_reply(text: &str) -> Option<Reply> {
+    let object: Map<String, Value> = serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()?;
+    let field = |name: &str| object.get(name).and_then(Value::as_str).map(|s| s.trim().to_string()).unwrap_or_default();
+    match object.get("event")?.as_bool()? {
+        false => Some(Reply::NotEvent),
+        true => {
+            let (title, content) = (field("title"), field("content"));
+            (!title.is_empty() && !content.is_empty()).then(|| Reply::Event { title, content, time: field("time"), place: field("location") })
+        }
+    }
+}
+
+/// The hours (window starts) in which at least `min` of the cluster's posts
+/// appeared, or its busiest hour (the earliest of equals) if none did.
+fn windows(posts: &[Post], members: &[usize], min: usize) -> Vec<Timestamp> {
+    let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
+    for &i in members {
+        *per_hour.entry(posts[i].at.0.div_euclid(3600) * 3600).or_default() += 1;
+    }
+    let busy: Vec<Timestamp> = per_hour.iter().filter(|(_, n)| **n >= min).map(|(h, _)| Timestamp(*h)).collect();
+    if !busy.is_empty() {
+        return busy;
+    }
+    let top = per_hour.values().copied().max().unwrap_or(0);
+    per_hour.into_iter().find(|(_, n)| *n == top).map(|(h, _)| vec![Timestamp(h)]).unwrap_or_default()
+}
+
+fn one_line(text: &str, n: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= n { line } else { format!("{}…", line.chars().take(n - 1).collect::<String>()) }
+}
+
+/// A RED query key: `start_end_location`, one hour.
+pub fn window_key(start: Timestamp, location: &str) -> String {
+    format!("{}_{}_{location}", start, Timestamp(start.0 + 3600))
+}
+
+/// The days' events as RED's ground truth: each window with events, its
+/// events in the release's fields.
+pub fn ground_truth(days: &[DayEvents]) -> Value {
+    let mut windows: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for day in days {
+        for e in &day.events {
+            for w in &e.windows {
+                let event = json!({"标题": e.title, "摘要": e.content, "时间": e.time, "地点": e.place});
+                windows.entry(window_key(*w, &day.location)).or_default().push(event);
+            }
+        }
+    }
+    Value::Object(windows.into_iter().map(|(k, v)| (k, Value::Array(v))).collect())
+}
+
+/// Recall and precision against true events, per (window, event) pair.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Measured {
+    /// True (window, event) pairs, and those an annotated event of the window matches.
+    pub truth: usize,
+    pub recalled: usize,
+    /// Annotated (window, event) pairs, and those matching a true event of the window.
+    pub annotated: usize,
+    pub correct: usize,
+}
+
+impl Measured {
+    pub fn recall(&self) -> f64 {
+        ratio(self.recalled, self.truth)
+    }
+    pub fn precision(&self) -> f64 {
+        ratio(self.correct, self.annotated)
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// How alike two event texts must be to be one event: the share of their
+/// character pairs they have in common (Dice). Distinct events of one city
+/// share its name and little else; a summary of a cluster shares most of
+/// the words of the posts it summarises.
+pub const MATCH_SIMILARITY: f64 = 0.3;
+
+/// Compares annotated windows with true ones (both `window key → events`,
+/// each event its title and content); only the windows of `keys_in_scope`
+/// count (the location-days annotated).
+pub fn measure(annotated: &Value, truth: &BTreeMap<String, Vec<String>>, keys_in_scope: &dyn Fn(&str) -> bool) -> Measured {
+    let texts = |events: &Value| -> Vec<String> {
+        events
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| format!("{}{}", e["标题"].as_str().unwrap_or_default(), e["摘要"].as_str().unwrap_or_default()))
+            .collect()
+    };
+    let empty = Value::Array(Vec::new());
+    let keys: BTreeSet<&str> = truth.keys().map(String::as_str).filter(|k| keys_in_scope(k)).chain(annotated.as_object().into_iter().flat_map(|o| o.keys().map(String::as_str))).collect();
+    let mut m = Measured::default();
+    for key in keys {
+        let found = texts(annotated.get(key).unwrap_or(&empty));
+        let real = truth.get(key).map(Vec::as_slice).unwrap_or_default();
+        m.truth += real.len();
+        m.annotated += found.len();
+        m.recalled += real.iter().filter(|t| found.iter().any(|f| similarity(f, t) >= MATCH_SIMILARITY)).count();
+        m.correct += found.iter().filter(|f| real.iter().any(|t| similarity(f, t) >= MATCH_SIMILARITY)).count();
+    }
+    m
+}
+
+/// Dice similarity of two texts' sets of adjacent character pairs.
+pub fn similarity(a: &str, b: &str) -> f64 {
+    let pairs = |s: &str| -> HashSet<(char, char)> {
+        let chars: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();
+        chars.windows(2).map(|w| (w[0], w[1])).collect()
+    };
+    let (x, y) = (pairs(a), pairs(b));
+    if x.is_empty() || y.is_empty() {
+        return 0.0;
+    }
+    2.0 * x.intersection(&y).count() as f64 / (x.len() + y.len()) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use some_jobs::kernels::CpuKernels;
+    use some_jobs::testing::{ScriptedModel, reply};
+
+    use super::*;
+
+    #[test]
+    fn clusters_become_events_linked_to_their_busy_hours_and_unreadable_replies_are_counted() {
+        let post = |minute: i64, text: &str| Post { id: format!("p{minute}"), at: Timestamp(3600 + minute * 60), text: text.into() };
+        // Two subjects of three posts each, interleaved in time, and one stray post.
+        let posts = [post(0, "a"), post(10, "b"), post(20, "a"), post(30, "b"), post(60, "a"), post(70, "b"), post(120, "c")];
+        let axis = |text: &str| match text {
+            "a" => [1.0, 0.0, 0.0],
+            "b" => [0.0, 1.0, 0.0],
+            _ => [0.0, 0.0, 1.0],
+        };
+        let vectors: Vec<f32> = posts.iter().flat_map(|p| axis(&p.text)).collect();
+        let event = r#"{"event": true, "title": "地铁开通", "content": "北京地铁新线开通。", "time": "", "location": ""}"#;
+        let model = ScriptedModel::replies("scripted", vec![reply(event), reply("好的"), reply("{\"event\": tru")], |_| reply("{}"));
+        let kernels: Arc<CpuKernels> = Arc::new(CpuKernels::default());
+        let day = futures::executor::block_on(detect("北京", "1970-01-01", &posts, &vectors, 3, &kernels, &model, Settings::default()))
+            .unwrap();
+        assert_eq!((day.posts, day.clusters, day.shown, day.not_events), (7, 3, 2, 0), "the stray post is not shown");
+        assert_eq!(day.unreadable, ["{\"event\": tru"], "asked again once, then counted");
+        assert_eq!(day.events.len(), 1);
+        let e = &day.events[0];
+        assert_eq!((e.time.as_str(), e.place.as_str()), ("1970.01.01", "北京"), "the day and the location where the model gave none");
+        assert_eq!(e.windows, [Timestamp(3600)], "two of its posts in the first hour, one in the next");
+        assert_eq!(e.posts, ["p0", "p20", "p60"]);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 3);
+        assert!(requests.iter().all(|r| r.response_format.is_some()));
+        assert!(requests[0].messages[0].content.contains("3条") && requests[0].messages[0].content.contains("[01:20] a"));
+        assert_eq!(
+            ground_truth(&[day]),
+            json!({"1970-01-01 01:00:00_1970-01-01 02:00:00_北京": [{"标题": "地铁开通", "摘要": "北京地铁新线开通。", "时间": "1970.01.01", "地点": "北京"}]})
+        );
+    }
+
+    #[test]
+    fn a_reply_is_read_from_its_json_object_or_not_at_all() {
+        let event = read_reply("好的：{\"event\": true, \"title\": \"地铁开通\", \"content\": \"5月1日地铁开通。\", \"time\": \"\", \"location\": \"北京\"}");
+        assert!(matches!(event, Some(Reply::Event { ref title, ref time, .. }) if title == "地铁开通" && time.is_empty()));
+        assert!(matches!(read_reply("{\"event\": false}"), Some(Reply::NotEvent)));
+        for unreadable in ["{\"event\": true, \"title\": \"\", \"content\": \"x\"}", "{\"event\": \"yes\"}", "no JSON", "{\"event\": tru"] {
+            assert!(read_reply(unreadable).is_none(), "{unreadable}");
+        }
+    }
+
+    #[test]
+    fn an_event_is_linked_to_the_hours_it_was_discussed_in() {
+        let at = |h: i64, m: i64| Post { id: format!("{h}:{m}"), at: Timestamp(h * 3600 + m * 60), text: String::new() };
+        let posts = [at(1, 5), at(1, 50), at(2, 0), at(3, 1), at(3, 2), at(5, 0)];
+        assert_eq!(windows(&posts, &[0, 1, 2, 3, 4, 5], 2), [Timestamp(3600), Timestamp(3 * 3600)]);
+        assert_eq!(windows(&posts, &[2, 5], 2), [Timestamp(2 * 3600)], "no busy hour: the earliest of the busiest");
+    }
+
+    #[test]
+    fn annotated_events_are_measured_per_window() {
+        let truth = BTreeMap::from([
+            ("w1".to_string(), vec!["北京地铁17号线全线开通运营".to_string(), "北京马拉松鸣枪开跑三万人参赛".to_string()]),
+            ("w2".to_string(), vec!["北京迎来大规模杨柳飞絮".to_string()]),
+        ]);
+        let annotated = json!({
+            "w1": [{"标题": "地铁17号线开通", "摘要": "北京地铁17号线全线开通运营了"}],
+            "w3": [{"标题": "北京天气", "摘要": "今天北京很热"}]
+        });
+        let m = measure(&annotated, &truth, &|_| true);
+        assert_eq!(m, Measured { truth: 3, recalled: 1, annotated: 2, correct: 1 });
+        assert!(similarity("北京地铁17号线全线开通运营", "北京马拉松鸣枪开跑三万人参赛") < MATCH_SIMILARITY);
+    }
+}
