@@ -2,6 +2,7 @@
 //! LIAR-RAW/RAWFC files, written in the release's layout and read back by
 //! `some ingest queries` as the release's own files are.
 
+use some_tests::scripted::{Reply, ScriptedEndpoint};
 use some_tests::{csv, lake_with_world, some};
 
 /// Rows of `queries` per task and label, as CSV.
@@ -88,4 +89,40 @@ fn claims_from_liar_raw_and_rawfc_become_mid_queries_and_a_knowledge_base() {
         csv(&lake, "SELECT doc_index, link FROM knowledge ORDER BY doc_index"),
         "doc_index,link\n0,https://a.example/1\n1,https://a.example/2\n2,https://b.example/1\n3,https://c.example/1\n"
     );
+}
+
+/// A stand-in for a model that reads a cluster well: an event when the
+/// first post shown tells of one (a date in it), summarised as that post.
+fn summarise_first_post(_: usize, body: &serde_json::Value) -> Reply {
+    let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let first = prompt.lines().find_map(|l| l.strip_prefix("1. ")).unwrap_or_default();
+    let text = first.split_once("] ").map_or(first, |(_, t)| t);
+    let reply = if text.contains('月') && text.contains('日') {
+        serde_json::json!({"event": true, "title": text.chars().take(20).collect::<String>(), "content": text, "time": "", "location": ""})
+    } else {
+        serde_json::json!({"event": false, "title": "", "content": "", "time": "", "location": ""})
+    };
+    Reply::Text(reply.to_string())
+}
+
+#[test]
+fn a_location_day_becomes_red_queries_measured_against_the_world_s_events() {
+    let (dir, lake) = lake_with_world();
+    some(&lake, &[], &["models", "fetch", "multilingual-e5-small"]).ok();
+    let endpoint = ScriptedEndpoint::start(summarise_first_post);
+    let out = dir.path().join("red");
+    let args = ["annotate", "events", "--location", "江西", "--days", "2025-06-01", "--model", "scripted", "--endpoint", &endpoint.url];
+    let made = some(&lake, &[], &[&args[..], &["--out", out.to_str().unwrap()]].concat()).ok();
+    assert!(made.stdout.contains("江西 2025-06-01: ") && made.stdout.contains("0 unreadable replies"), "{}", made.stdout);
+    let figures = made.stdout.lines().find(|l| l.starts_with("against the lake's RED queries")).expect("the truth's figures");
+    let percent = |after: &str| -> f64 { figures.split(after).nth(1).and_then(|r| r.split('%').next()).unwrap().trim().parse().unwrap() };
+    assert!(percent("recall") >= 50.0 && percent("precision") >= 80.0, "{figures}");
+    let bodies = endpoint.bodies();
+    assert!(!bodies.is_empty() && bodies.iter().all(|b| b["response_format"]["type"] == "json_schema"), "asked under the reply's schema");
+
+    let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
+    let read = some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    assert!(read.stdout.contains("(RED "), "{}", read.stdout);
+    let windows = csv(&fresh, "SELECT count(*) AS n FROM queries WHERE task = 'RED' AND location = '江西'");
+    assert_ne!(windows, "n\n0\n");
 }
