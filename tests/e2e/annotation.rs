@@ -126,3 +126,20 @@ fn a_location_day_becomes_red_queries_measured_against_the_world_s_events() {
     let windows = csv(&fresh, "SELECT count(*) AS n FROM queries WHERE task = 'RED' AND location = '江西'");
     assert_ne!(windows, "n\n0\n");
 }
+
+#[test]
+fn emotions_are_voted_on_and_measured_against_the_world_s() {
+    let (dir, lake) = lake_with_world();
+    // A model that hears sadness everywhere: right on the sad posts only.
+    let endpoint = ScriptedEndpoint::start(|_, _| Reply::Text("{\"emotion\": \"悲伤\"}".into()));
+    let out = dir.path().join("uea");
+    let args = ["annotate", "emotions", "--per-emotion", "4", "--model", "scripted", "--endpoint", &endpoint.url, "--cap", "悲伤=3"];
+    let made = some(&lake, &[], &[&args[..], &["--out", out.to_str().unwrap()]].concat()).ok();
+    assert!(made.stdout.contains("UEA: 24 comments labelled by scripted with 3 votes each: 24 with a majority, 0 ties"), "{}", made.stdout);
+    assert!(made.stdout.contains("4 of 24 majorities agree (16.7%)") && made.stdout.contains("悲伤 4/4, 恐惧 0/4"), "{}", made.stdout);
+    assert!(made.stdout.contains("UEA: 3 queries (积极 0, 愤怒 0, 悲伤 3,"), "capped at 3: {}", made.stdout);
+    assert_eq!(endpoint.requests(), 72, "three votes a comment");
+    let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
+    some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    assert_eq!(csv(&fresh, "SELECT label, count(*) AS n FROM queries GROUP BY label"), "label,n\n悲伤,3\n");
+}

@@ -8,9 +8,11 @@
 //!   interacted with what, no model involved;
 //! - [`events`]: RED, a location-day's posts clustered, each cluster kept
 //!   or dropped and summarised by a model, linked to one-hour windows;
+//! - [`emotions`]: UEA, each comment's emotion by a majority of model votes;
 //! - [`claims`]: MID, imported from LIAR-RAW and RAWFC.
 
 pub mod claims;
+pub mod emotions;
 pub mod events;
 pub mod interactions;
 pub mod sampling;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::bail;
 use clap::Subcommand;
 use some_annotate::claims::{self, Claim};
+use some_annotate::emotions;
 use some_annotate::events::{self, DayEvents};
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
@@ -97,6 +98,38 @@ pub enum Annotate {
         #[arg(long)]
         replace: bool,
     },
+    /// UEA: each comment's emotion by --rounds votes of the model and a
+    /// majority (a comment without one is a tie, kept out of the queries);
+    /// then the largest classes thinned as the paper did (--cap). Without
+    /// --comments, a sample of the world's emotional timeline posts, whose
+    /// emotions are known, and the agreement with them is printed.
+    Emotions {
+        /// Comments as JSONL interactions (its `comment` lines are labelled).
+        #[arg(long)]
+        comments: Option<PathBuf>,
+        /// Without --comments: posts sampled from the world per emotion.
+        #[arg(long, default_value_t = 10)]
+        per_emotion: usize,
+        #[command(flatten)]
+        model: ModelFlags,
+        /// Votes per comment.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Sampling temperature of the votes (each round has its own seed).
+        #[arg(long, default_value_t = 0.7)]
+        temperature: f32,
+        /// At most N comments of a label, LABEL=N, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "积极=800,无情绪=800")]
+        cap: Vec<String>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The folder to write `datasets/user_emotion_analysis/ground_truth.json` into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Overwrite a ground-truth file that is there.
+        #[arg(long)]
+        replace: bool,
+    },
     /// MID from LIAR-RAW and RAWFC: the claims as queries (with LIAR-RAW's
     /// six verdicts mapped to true, half, false) and their reports as the
     /// knowledge base (`database/knowledge_data/knowledge_base.json`, for
@@ -156,6 +189,54 @@ impl Annotate {
                 };
                 let kernels = kernels.open()?;
                 return annotate_events(lake, &location, &days, chat.as_ref(), embedder.as_ref(), &kernels, settings, &out, replace).await;
+            }
+            Annotate::Emotions { comments, per_emotion, model, rounds, temperature, cap, seed, out, replace } => {
+                let caps = caps(&cap)?;
+                if rounds == 0 {
+                    bail!("--rounds must be at least 1");
+                }
+                let comments = match &comments {
+                    Some(file) => interactions::read_jsonl(file)?
+                        .into_iter()
+                        .filter_map(|i| {
+                            let text = i.text.filter(|_| i.kind == interactions::Kind::Comment)?;
+                            Some(emotions::Comment { uid: i.uid, post_id: i.post_id, text, truth: None })
+                        })
+                        .collect(),
+                    None => emotions::world_comments(&timeline_posts(lake).await?, per_emotion, seed),
+                };
+                if comments.is_empty() {
+                    bail!("no comments to label (a --comments file needs `comment` lines; a world needs timelines: `some synth`)");
+                }
+                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
+                let started = std::time::Instant::now();
+                let mut usage = some_jobs::chat::Usage::default();
+                let labelled = emotions::label(chat.as_ref(), comments, rounds, temperature, seed, &mut usage).await?;
+                let ties = labelled.iter().filter(|l| l.label.is_none()).count();
+                println!(
+                    "UEA: {} comments labelled by {} with {rounds} votes each: {} with a majority, {ties} ties ({} + {} tokens, {:.0} s)",
+                    labelled.len(),
+                    chat.name(),
+                    labelled.len() - ties,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    started.elapsed().as_secs_f64()
+                );
+                print_agreement(&labelled);
+                let kept = emotions::rebalance(labelled, &caps, seed);
+                let per_label: Vec<String> = some_jobs::tasks::EMOTIONS
+                    .iter()
+                    .map(|e| format!("{e} {}", kept.iter().filter(|l| l.label == Some(*e)).count()))
+                    .collect();
+                let ground_truth = emotions::ground_truth(&kept);
+                if ground_truth.as_object().is_none_or(|o| o.is_empty()) {
+                    bail!("no comment got a majority, so no UEA query can be made (nothing written)");
+                }
+                let path = write_json(&out, &ground_truth_path(Task::Uea), &ground_truth, replace)?;
+                let rows = read_task_file(Task::Uea, &path)?;
+                println!("UEA: {} queries ({}) → {}", rows.len(), per_label.join(", "), path.display());
+                println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
             Annotate::Claims { liar_raw, rawfc, out, replace } => {
                 if liar_raw.is_empty() && rawfc.is_empty() {
@@ -346,4 +427,63 @@ fn red_truth(queries: &[QueryRow], location: &str) -> BTreeMap<String, Vec<Strin
             (q.source_key.clone(), texts.collect())
         })
         .collect()
+}
+
+/// `LABEL=N` caps, each label one of UEA's.
+fn caps(given: &[String]) -> anyhow::Result<Vec<(&'static str, usize)>> {
+    given
+        .iter()
+        .map(|c| {
+            let (label, n) = c.split_once('=').ok_or_else(|| anyhow::anyhow!("--cap {c:?}: expected LABEL=N"))?;
+            let label = some_jobs::tasks::EMOTIONS
+                .iter()
+                .copied()
+                .find(|e| *e == label.trim())
+                .ok_or_else(|| anyhow::anyhow!("--cap {c:?}: {label:?} is not one of {:?}", some_jobs::tasks::EMOTIONS))?;
+            Ok((label, n.trim().parse().map_err(|_| anyhow::anyhow!("--cap {c:?}: {n:?} is not a count"))?))
+        })
+        .collect()
+}
+
+/// Agreement with the known emotions, overall and per true emotion.
+fn print_agreement(labelled: &[emotions::Labelled]) {
+    let (decided, agree, ties) = emotions::agreement(labelled);
+    if decided + ties == 0 {
+        return;
+    }
+    let per: Vec<String> = some_jobs::tasks::EMOTIONS
+        .iter()
+        .filter_map(|e| {
+            let of: Vec<_> = labelled.iter().filter(|l| l.comment.truth == Some(*e)).collect();
+            let right = of.iter().filter(|l| l.label == Some(*e)).count();
+            (!of.is_empty()).then(|| format!("{e} {right}/{}", of.len()))
+        })
+        .collect();
+    println!(
+        "against the world's emotions: {agree} of {decided} majorities agree ({:.1}%), {ties} ties; per true emotion: {}",
+        if decided == 0 { 0.0 } else { 100.0 * agree as f64 / decided as f64 },
+        per.join(", ")
+    );
+}
+
+/// Every timeline post of the lake's world: (post id, author, text).
+async fn timeline_posts(lake: &Lake) -> anyhow::Result<Vec<(String, String, String)>> {
+    let sql = format!(
+        "SELECT {}, {}, {} FROM {} WHERE {} = 'weibo'",
+        posts::post_id,
+        posts::uid,
+        posts::content,
+        posts::TABLE,
+        posts::source
+    );
+    let mut out = Vec::new();
+    for batch in lake.sql(&sql).await? {
+        let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
+        for ((id, uid), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
+            if let (Some(id), Some(uid), Some(content)) = (id, uid, content) {
+                out.push((id, uid, content));
+            }
+        }
+    }
+    Ok(out)
 }
