@@ -142,4 +142,33 @@ fn emotions_are_voted_on_and_measured_against_the_world_s() {
     let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
     some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
     assert_eq!(csv(&fresh, "SELECT label, count(*) AS n FROM queries GROUP BY label"), "label,n\n悲伤,3\n");
+
+    // An annotator corrects one label and drops another, in the CSV.
+    let out_arg = out.to_str().unwrap();
+    let exported = some(&lake, &[], &["annotate", "review", "export", out_arg, "--task", "uea"]).ok();
+    assert!(exported.stdout.starts_with("3 UEA annotations for review"), "{}", exported.stdout);
+    let sheet = std::fs::read_to_string(out.join("review/uea.csv")).unwrap();
+    assert!(sheet.starts_with("item,key,weibo_id,emotion,keep,sources,provenance\n") && sheet.contains("uea-votes"), "{sheet}");
+    let ground_truth = out.join("datasets/user_emotion_analysis/ground_truth.json");
+    let before = std::fs::read(&ground_truth).unwrap();
+
+    let bad = out.join("review/bad.csv");
+    std::fs::write(&bad, sheet.replacen(",悲伤,", ",开心,", 1)).unwrap();
+    let refused = some(&lake, &[], &["annotate", "review", "import", out_arg, bad.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]);
+    assert_ne!(refused.status, 0);
+    assert!(refused.stderr.contains("line 2.emotion") && refused.stderr.contains("unknown label \"开心\""), "{}", refused.stderr);
+    assert_eq!(std::fs::read(&ground_truth).unwrap(), before, "a refused file changes nothing");
+    assert!(!out.join("review/changes.jsonl").exists());
+
+    let edited = out.join("review/edited.csv");
+    std::fs::write(&edited, sheet.replacen(",悲伤,", ",恐惧,", 1).replacen(",yes,", ",no,", 2).replacen(",no,", ",yes,", 1)).unwrap();
+    let imported = some(&lake, &[], &["annotate", "review", "import", out_arg, edited.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]).ok();
+    assert!(imported.stdout.contains("3 lines reviewed by ann: 2 changes recorded"), "{}", imported.stdout);
+    let changes = std::fs::read_to_string(out.join("review/changes.jsonl")).unwrap();
+    let changes: Vec<serde_json::Value> = changes.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!((changes[0]["field"].as_str(), changes[0]["old"].as_str(), changes[0]["new"].as_str()), (Some("emotion"), Some("悲伤"), Some("恐惧")));
+    assert_eq!((changes[1]["field"].as_str(), changes[1]["new"].as_str(), changes[1]["annotator"].as_str()), (Some("keep"), Some("no"), Some("ann")));
+    let again = dir.path().join("again").to_str().unwrap().to_string();
+    some(&again, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    assert_eq!(csv(&again, "SELECT label, count(*) AS n FROM queries GROUP BY label ORDER BY label"), "label,n\n恐惧,1\n悲伤,1\n", "UTF-8 byte order");
 }

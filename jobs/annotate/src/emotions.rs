@@ -19,6 +19,9 @@ use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, U
 use some_jobs::synth::signals::REACTIONS;
 use some_jobs::tasks::EMOTIONS;
 
+use crate::prompt_id;
+use crate::review::Item;
+
 const PROMPT: &str = include_str!("../prompts/uea_emotion.txt");
 
 /// A comment to label: who wrote it, on which post, and, where known, its
@@ -123,20 +126,30 @@ pub fn rebalance(labelled: Vec<Labelled>, caps: &[(&str, usize)], seed: u64) -> 
     labelled.into_iter().zip(dropped).filter(|(_, d)| !d).map(|(l, _)| l).collect()
 }
 
-/// UEA's ground truth: `{uid: [{"weibo_id", "emotion"}]}`, ties left out.
-pub fn ground_truth(labelled: &[Labelled]) -> Value {
-    let mut users: Map<String, Value> = Map::new();
-    for l in labelled {
-        let Some(emotion) = l.label else { continue };
-        let entry = json!({"weibo_id": l.comment.post_id, "emotion": emotion});
-        match users.get_mut(&l.comment.uid) {
-            Some(Value::Array(list)) => list.push(entry),
-            _ => {
-                users.insert(l.comment.uid.clone(), json!([entry]));
+/// The labelled comments as review items (a tie is an item not kept, so a
+/// reviewer can settle it): the annotations UEA's ground truth is made of.
+pub fn items(labelled: &[Labelled], model: &str, temperature: f32, seed: u64) -> Vec<Item> {
+    labelled
+        .iter()
+        .enumerate()
+        .map(|(n, l)| {
+            let mut provenance = Map::new();
+            provenance.insert("pipeline".into(), json!("uea-votes"));
+            provenance.insert("model".into(), json!(model));
+            provenance.insert("prompt".into(), json!(prompt_id(PROMPT)));
+            provenance.insert("votes".into(), json!(l.votes));
+            provenance.insert("temperature".into(), json!(temperature));
+            provenance.insert("seed".into(), json!(seed));
+            Item {
+                id: format!("uea:{}:{}:{n}", l.comment.uid, l.comment.post_id),
+                key: l.comment.uid.clone(),
+                fields: BTreeMap::from([("weibo_id".into(), l.comment.post_id.clone()), ("emotion".into(), l.label.unwrap_or_default().to_string())]),
+                keep: l.label.is_some(),
+                sources: vec![l.comment.text.clone()],
+                provenance,
             }
-        }
-    }
-    Value::Object(users)
+        })
+        .collect()
 }
 
 /// Agreement with the known emotions: (labelled with a majority and a
@@ -226,7 +239,9 @@ mod tests {
         let seeds: Vec<Option<u64>> = model.requests().iter().map(|r| r.seed).collect();
         assert_eq!(&seeds[..3], [Some(9), Some(10), Some(11)], "each round its own seed");
         assert_eq!(agreement(&labelled), (1, 1, 1));
-        assert_eq!(ground_truth(&labelled), json!({"1": [{"weibo_id": "p", "emotion": "悲伤"}]}));
+        let items = items(&labelled, "scripted", 0.7, 9);
+        assert_eq!((items[1].keep, items[1].provenance["votes"].clone()), (false, json!(["积极", "惊奇", "无情绪"])), "a tie, kept out");
+        assert_eq!(crate::review::ground_truth(some_schemas::Task::Uea, &items), json!({"1": [{"weibo_id": "p", "emotion": "悲伤"}]}));
     }
 
     #[test]

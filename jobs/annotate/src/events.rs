@@ -16,8 +16,12 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::progress::Progress;
 use some_jobs::tools::{BackendError, KernelService};
 use some_schemas::Timestamp;
+
+use crate::prompt_id;
+use crate::review::Item;
 
 const PROMPT: &str = include_str!("../prompts/red_event.txt");
 
@@ -59,8 +63,8 @@ pub struct Event {
     pub place: String,
     /// Start of each one-hour window the event is linked to.
     pub windows: Vec<Timestamp>,
-    /// Ids of the posts of its cluster.
-    pub posts: Vec<String>,
+    /// The posts of its cluster: id and text.
+    pub posts: Vec<(String, String)>,
 }
 
 /// What became of one location-day.
@@ -120,6 +124,7 @@ pub async fn detect(
     kernels: &dyn KernelService,
     model: &dyn ChatModel,
     settings: Settings,
+    progress: &dyn Progress,
 ) -> Result<DayEvents, EventsError> {
     if posts.len() * dim != vectors.len() {
         return Err(EventsError::Input(format!("{} posts but {} vector values of dimension {dim}", posts.len(), vectors.len())));
@@ -138,7 +143,9 @@ pub async fn detect(
         clusters[c].push(i);
     }
     out.clusters = clusters.len();
-    for members in clusters.into_iter().filter(|m| m.len() >= settings.min_posts) {
+    clusters.retain(|m| m.len() >= settings.min_posts);
+    progress.phase(&format!("{location} {day}: clusters read by {}", model.name()), Some(clusters.len() as u64));
+    for members in clusters {
         out.shown += 1;
         let shown: Vec<String> = members
             .iter()
@@ -160,10 +167,12 @@ pub async fn detect(
                 time: if time.is_empty() { day.replace('-', ".") } else { time },
                 place: if place.is_empty() { location.to_string() } else { place },
                 windows: windows(posts, &members, settings.min_posts_in_window),
-                posts: members.iter().map(|&i| posts[i].id.clone()).collect(),
+                posts: members.iter().map(|&i| (posts[i].id.clone(), posts[i].text.clone())).collect(),
             }),
         }
+        progress.advance(1);
     }
+    progress.finish();
     Ok(out)
 }
 
@@ -235,19 +244,38 @@ pub fn window_key(start: Timestamp, location: &str) -> String {
     format!("{}_{}_{location}", start, Timestamp(start.0 + 3600))
 }
 
-/// The days' events as RED's ground truth: each window with events, its
-/// events in the release's fields.
-pub fn ground_truth(days: &[DayEvents]) -> Value {
-    let mut windows: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+/// The days' events as review items, one per (window, event): the
+/// annotations RED's ground truth is made of.
+pub fn items(days: &[DayEvents], model: &str, settings: Settings) -> Vec<Item> {
+    let mut out = Vec::new();
     for day in days {
-        for e in &day.events {
+        for (n, e) in day.events.iter().enumerate() {
             for w in &e.windows {
-                let event = json!({"标题": e.title, "摘要": e.content, "时间": e.time, "地点": e.place});
-                windows.entry(window_key(*w, &day.location)).or_default().push(event);
+                let key = window_key(*w, &day.location);
+                let mut provenance = Map::new();
+                provenance.insert("pipeline".into(), json!("red-events"));
+                provenance.insert("model".into(), json!(model));
+                provenance.insert("prompt".into(), json!(prompt_id(PROMPT)));
+                provenance.insert("cluster_posts".into(), json!(e.posts.len()));
+                provenance.insert("theta".into(), json!(settings.theta));
+                provenance.insert("seed".into(), json!(settings.seed));
+                out.push(Item {
+                    id: format!("red:{key}:{}:{n}", day.day),
+                    key,
+                    fields: BTreeMap::from([
+                        ("标题".into(), e.title.clone()),
+                        ("摘要".into(), e.content.clone()),
+                        ("时间".into(), e.time.clone()),
+                        ("地点".into(), e.place.clone()),
+                    ]),
+                    keep: true,
+                    sources: e.posts.iter().map(|(id, text)| format!("{id}: {text}")).collect(),
+                    provenance,
+                });
             }
         }
     }
-    Value::Object(windows.into_iter().map(|(k, v)| (k, Value::Array(v))).collect())
+    out
 }
 
 /// Recall and precision against true events, per (window, event) pair.
@@ -324,6 +352,7 @@ mod tests {
     use std::sync::Arc;
 
     use some_jobs::kernels::CpuKernels;
+    use some_jobs::progress::NoProgress;
     use some_jobs::testing::{ScriptedModel, reply};
 
     use super::*;
@@ -342,7 +371,7 @@ mod tests {
         let event = r#"{"event": true, "title": "地铁开通", "content": "北京地铁新线开通。", "time": "", "location": ""}"#;
         let model = ScriptedModel::replies("scripted", vec![reply(event), reply("好的"), reply("{\"event\": tru")], |_| reply("{}"));
         let kernels: Arc<CpuKernels> = Arc::new(CpuKernels::default());
-        let day = futures::executor::block_on(detect("北京", "1970-01-01", &posts, &vectors, 3, &kernels, &model, Settings::default()))
+        let day = futures::executor::block_on(detect("北京", "1970-01-01", &posts, &vectors, 3, &kernels, &model, Settings::default(), &NoProgress))
             .unwrap();
         assert_eq!((day.posts, day.clusters, day.shown, day.not_events), (7, 3, 2, 0), "the stray post is not shown");
         assert_eq!(day.unreadable, ["{\"event\": tru"], "asked again once, then counted");
@@ -350,13 +379,15 @@ mod tests {
         let e = &day.events[0];
         assert_eq!((e.time.as_str(), e.place.as_str()), ("1970.01.01", "北京"), "the day and the location where the model gave none");
         assert_eq!(e.windows, [Timestamp(3600)], "two of its posts in the first hour, one in the next");
-        assert_eq!(e.posts, ["p0", "p20", "p60"]);
+        assert_eq!(e.posts.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["p0", "p20", "p60"]);
         let requests = model.requests();
         assert_eq!(requests.len(), 3);
         assert!(requests.iter().all(|r| r.response_format.is_some()));
         assert!(requests[0].messages[0].content.contains("3条") && requests[0].messages[0].content.contains("[01:20] a"));
+        let items = items(&[day], "scripted", Settings::default());
+        assert_eq!(items[0].sources, ["p0: a", "p20: a", "p60: a"]);
         assert_eq!(
-            ground_truth(&[day]),
+            crate::review::ground_truth(some_schemas::Task::Red, &items),
             json!({"1970-01-01 01:00:00_1970-01-01 02:00:00_北京": [{"标题": "地铁开通", "摘要": "北京地铁新线开通。", "时间": "1970.01.01", "地点": "北京"}]})
         );
     }

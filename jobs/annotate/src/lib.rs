@@ -9,12 +9,15 @@
 //! - [`events`]: RED, a location-day's posts clustered, each cluster kept
 //!   or dropped and summarised by a model, linked to one-hour windows;
 //! - [`emotions`]: UEA, each comment's emotion by a majority of model votes;
-//! - [`claims`]: MID, imported from LIAR-RAW and RAWFC.
+//! - [`claims`]: MID, imported from LIAR-RAW and RAWFC;
+//! - [`review`]: the model-made annotations (RED, UEA) out to annotators
+//!   and their corrections back, each change recorded.
 
 pub mod claims;
 pub mod emotions;
 pub mod events;
 pub mod interactions;
+pub mod review;
 pub mod sampling;
 
 use std::path::{Path, PathBuf};
@@ -54,3 +57,13 @@ pub const KNOWLEDGE_PATH: &str = "database/knowledge_data/knowledge_base.json";
 
 #[cfg(test)]
 mod tests;
+
+/// A prompt's identity in provenance: the first 12 hex digits of its SHA-256.
+pub fn prompt_id(template: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex_prefix(&Sha256::digest(template.as_bytes()), 6)
+}
+
+fn hex_prefix(bytes: &[u8], n: usize) -> String {
+    bytes.iter().take(n).map(|b| format!("{b:02x}")).collect()
+}

@@ -13,8 +13,10 @@ use some_annotate::emotions;
 use some_annotate::events::{self, DayEvents};
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
+use some_annotate::review::{self, Item};
 use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json};
 use some_jobs::chat::ChatModel;
+use some_jobs::progress::Progress;
 use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, Embedder, Purpose, cluster_threshold as cluster_threshold_of};
 use some_jobs::kernels::Kernels;
 use some_jobs::queries::read_task_file;
@@ -26,6 +28,7 @@ use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
 use some_workers::world::read_queries;
 
 use super::flags::{KernelsFlag, ModelFlags};
+use super::progress::Bars;
 
 #[derive(Debug, Subcommand)]
 pub enum Annotate {
@@ -130,6 +133,9 @@ pub enum Annotate {
         #[arg(long)]
         replace: bool,
     },
+    /// Human review of the model-made annotations (RED, UEA) under OUT.
+    #[command(subcommand)]
+    Review(ReviewCmd),
     /// MID from LIAR-RAW and RAWFC: the claims as queries (with LIAR-RAW's
     /// six verdicts mapped to true, half, false) and their reports as the
     /// knowledge base (`database/knowledge_data/knowledge_base.json`, for
@@ -147,6 +153,32 @@ pub enum Annotate {
         /// Overwrite files that are there.
         #[arg(long)]
         replace: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewCmd {
+    /// Writes OUT/review/<task>.jsonl and .csv for annotators: each
+    /// annotation's editable fields, keep (yes or no), the source posts it
+    /// came from and its provenance.
+    Export {
+        out: PathBuf,
+        /// red or uea.
+        #[arg(long)]
+        task: Task,
+    },
+    /// Applies an annotator's corrected file (.jsonl or .csv): checked
+    /// whole first, then each change recorded in OUT/review/changes.jsonl
+    /// (who, when, old and new value) and the ground truth made again.
+    Import {
+        out: PathBuf,
+        file: PathBuf,
+        /// red or uea.
+        #[arg(long)]
+        task: Task,
+        /// Who reviewed, as recorded with each change.
+        #[arg(long)]
+        annotator: String,
     },
 }
 
@@ -229,15 +261,16 @@ impl Annotate {
                     .iter()
                     .map(|e| format!("{e} {}", kept.iter().filter(|l| l.label == Some(*e)).count()))
                     .collect();
-                let ground_truth = emotions::ground_truth(&kept);
-                if ground_truth.as_object().is_none_or(|o| o.is_empty()) {
+                if kept.iter().all(|l| l.label.is_none()) {
                     bail!("no comment got a majority, so no UEA query can be made (nothing written)");
                 }
-                let path = write_json(&out, &ground_truth_path(Task::Uea), &ground_truth, replace)?;
+                let items = emotions::items(&kept, chat.name(), temperature, seed);
+                let (path, _) = write_annotations(&out, Task::Uea, &items, replace)?;
                 let rows = read_task_file(Task::Uea, &path)?;
                 println!("UEA: {} queries ({}) → {}", rows.len(), per_label.join(", "), path.display());
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
+            Annotate::Review(cmd) => review(cmd)?,
             Annotate::Claims { liar_raw, rawfc, out, replace } => {
                 if liar_raw.is_empty() && rawfc.is_empty() {
                     bail!("name at least one source: --liar-raw FILE or --rawfc DIR");
@@ -339,11 +372,14 @@ async fn annotate_events(
         }
         let texts: Vec<String> = posts.iter().map(|p| p.text.clone()).collect();
         let mut vectors = Vec::with_capacity(texts.len() * embedder.dim());
+        let bars = Bars::new();
+        bars.phase(&format!("{location} {day}: posts embedded by {}", embedder.model()), Some(texts.len() as u64));
         for batch in texts.chunks(64) {
             vectors.extend(embedder.embed(batch, Purpose::Document).await?.into_iter().flatten());
+            bars.advance(batch.len() as u64);
         }
-        let found =
-            events::detect(location, day, &posts, &vectors, embedder.dim(), kernels, chat, settings).await?;
+        bars.finish();
+        let found = events::detect(location, day, &posts, &vectors, embedder.dim(), kernels, chat, settings, &bars).await?;
         println!(
             "{location} {day}: {} posts, {} clusters, {} shown to {}: {} events, {} not events, {} unreadable replies ({} + {} tokens, {:.0} s)",
             found.posts,
@@ -362,12 +398,11 @@ async fn annotate_events(
         }
         annotated.push(found);
     }
-    let ground_truth = events::ground_truth(&annotated);
-    let windows = ground_truth.as_object().map_or(0, |o| o.len());
-    if windows == 0 {
+    let items = events::items(&annotated, chat.name(), settings);
+    if items.is_empty() {
         bail!("no event was found, so no RED query can be made (nothing written)");
     }
-    let path = write_json(out, &ground_truth_path(Task::Red), &ground_truth, replace)?;
+    let (path, ground_truth) = write_annotations(out, Task::Red, &items, replace)?;
     let rows = read_task_file(Task::Red, &path)?;
     println!("RED: {} queries (one-hour windows with events) → {}", rows.len(), path.display());
 
@@ -486,4 +521,76 @@ async fn timeline_posts(lake: &Lake) -> anyhow::Result<Vec<(String, String, Stri
         }
     }
     Ok(out)
+}
+
+/// The items of a task beside its ground truth under `out`.
+fn items_path(out: &Path, task: Task) -> PathBuf {
+    out.join(DATASETS).join(task.folder()).join(review::ITEMS_FILE)
+}
+
+/// Writes a model-made annotation: its items and the ground truth they make.
+fn write_annotations(out: &Path, task: Task, items: &[Item], replace: bool) -> anyhow::Result<(PathBuf, serde_json::Value)> {
+    let ground_truth = review::ground_truth(task, items);
+    let path = write_json(out, &ground_truth_path(task), &ground_truth, replace)?;
+    write_text(&items_path(out, task), &review::items_jsonl(items))?;
+    Ok((path, ground_truth))
+}
+
+/// Writes a file whole or not at all.
+fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", partial.display()))?;
+    std::fs::rename(&partial, path).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    Ok(())
+}
+
+fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
+    let task = match &cmd {
+        ReviewCmd::Export { task, .. } | ReviewCmd::Import { task, .. } => *task,
+    };
+    if review::editable(task).is_empty() {
+        bail!("{task} is not annotated by a model: review takes red or uea");
+    }
+    match cmd {
+        ReviewCmd::Export { out, task } => {
+            let items = review::read_items(&items_path(&out, task))?;
+            let folder = out.join("review");
+            std::fs::create_dir_all(&folder)?;
+            let name = task.code().to_ascii_lowercase();
+            let (jsonl, csv) = (folder.join(format!("{name}.jsonl")), folder.join(format!("{name}.csv")));
+            write_text(&jsonl, &review::export_jsonl(task, &items))?;
+            std::fs::write(&csv, review::export_csv(task, &items))?;
+            println!("{} {task} annotations for review → {} and {}", items.len(), jsonl.display(), csv.display());
+        }
+        ReviewCmd::Import { out, file, task, annotator } => {
+            let path = items_path(&out, task);
+            let mut items = review::read_items(&path)?;
+            let reviewed = review::read_review(task, &file, &items)?;
+            let changes = review::apply(&mut items, &reviewed, &annotator);
+            let at = Timestamp::now().to_string();
+            let log: String = changes
+                .iter()
+                .map(|c| {
+                    let line = serde_json::json!({"at": at, "annotator": annotator, "item": c.item, "field": c.field, "old": c.old, "new": c.new});
+                    format!("{line}\n")
+                })
+                .collect();
+            let changes_path = out.join("review").join("changes.jsonl");
+            std::fs::create_dir_all(out.join("review"))?;
+            let mut all = std::fs::read_to_string(&changes_path).unwrap_or_default();
+            all.push_str(&log);
+            write_text(&changes_path, &all)?;
+            let (gt, _) = write_annotations(&out, task, &items, true)?;
+            let kept = items.iter().filter(|i| i.keep).count();
+            println!(
+                "{} lines reviewed by {annotator}: {} changes recorded in {}; {kept} of {} annotations kept → {}",
+                reviewed.len(),
+                changes.len(),
+                changes_path.display(),
+                items.len(),
+                gt.display()
+            );
+        }
+    }
+    Ok(())
 }
