@@ -9,6 +9,8 @@
 //! - [`events`]: RED, a location-day's posts clustered, each cluster kept
 //!   or dropped and summarised by a model, linked to one-hour windows;
 //! - [`emotions`]: UEA, each comment's emotion by a majority of model votes;
+//! - [`questions`]: SMQ, question-answer pairs from a user's or a topic's
+//!   posts, without the vague ones and those that need no data;
 //! - [`claims`]: MID, imported from LIAR-RAW and RAWFC;
 //! - [`review`]: the model-made annotations (RED, UEA) out to annotators
 //!   and their corrections back, each change recorded.
@@ -17,6 +19,7 @@ pub mod claims;
 pub mod emotions;
 pub mod events;
 pub mod interactions;
+pub mod questions;
 pub mod review;
 pub mod sampling;
 

@@ -13,6 +13,7 @@ use some_annotate::emotions;
 use some_annotate::events::{self, DayEvents};
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
+use some_annotate::questions;
 use some_annotate::review::{self, Item};
 use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json};
 use some_jobs::chat::ChatModel;
@@ -127,6 +128,34 @@ pub enum Annotate {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// The folder to write `datasets/user_emotion_analysis/ground_truth.json` into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Overwrite a ground-truth file that is there.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// SMQ: the model writes questions about sampled users' and topics'
+    /// posts; those it calls vague (shown the posts) or answers alike with
+    /// no posts are dropped, user and topic questions balanced; a judge
+    /// (the same model) then checks each kept answer against the posts.
+    Questions {
+        /// Users sampled (among those with at least 5 timeline posts).
+        #[arg(long, default_value_t = 4)]
+        users: usize,
+        /// Topics sampled.
+        #[arg(long, default_value_t = 4)]
+        topics: usize,
+        /// Questions asked per subject.
+        #[arg(long, default_value_t = 2)]
+        per_subject: usize,
+        /// At most N user and N topic questions (as many of each either way).
+        #[arg(long)]
+        per_kind: Option<usize>,
+        #[command(flatten)]
+        model: ModelFlags,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The folder to write `datasets/social_media_question_answering/ground_truth.json` into.
         #[arg(long)]
         out: PathBuf,
         /// Overwrite a ground-truth file that is there.
@@ -268,6 +297,52 @@ impl Annotate {
                 let (path, _) = write_annotations(&out, Task::Uea, &items, replace)?;
                 let rows = read_task_file(Task::Uea, &path)?;
                 println!("UEA: {} queries ({}) → {}", rows.len(), per_label.join(", "), path.display());
+                println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
+            }
+            Annotate::Questions { users, topics, per_subject, per_kind, model, seed, out, replace } => {
+                let sources = question_sources(lake, users, topics, seed).await?;
+                if sources.is_empty() {
+                    bail!("the lake has no timelines or topics to ask about: make a world with `some synth` or ingest a release");
+                }
+                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
+                let settings = questions::Settings { per_subject, seed, ..questions::Settings::default() };
+                let started = std::time::Instant::now();
+                let mut usage = some_jobs::chat::Usage::default();
+                let (mut pairs, unreadable) = questions::generate(chat.as_ref(), &sources, settings, &Bars::new(), &mut usage).await?;
+                let count = |pairs: &[questions::Pair], f: &dyn Fn(&questions::Verdict) -> bool| pairs.iter().filter(|p| f(&p.verdict)).count();
+                let (vague, blind) = (
+                    count(&pairs, &|v| *v == questions::Verdict::Vague),
+                    count(&pairs, &|v| matches!(v, questions::Verdict::NeedsNoData(_))),
+                );
+                questions::balance(&mut pairs, &sources, per_kind, seed);
+                let kept = count(&pairs, &|v| *v == questions::Verdict::Kept);
+                println!(
+                    "SMQ: {} subjects ({} users, {} topics) asked by {}: {} questions, {vague} vague, {blind} answered alike without the posts, {} dropped to balance, {kept} kept; {unreadable} unreadable replies ({} + {} tokens, {:.0} s)",
+                    sources.len(),
+                    sources.iter().filter(|s| s.subject.is_user()).count(),
+                    sources.iter().filter(|s| !s.subject.is_user()).count(),
+                    chat.name(),
+                    pairs.len(),
+                    count(&pairs, &|v| *v == questions::Verdict::Unbalanced),
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    started.elapsed().as_secs_f64()
+                );
+                if kept == 0 {
+                    bail!("no question survived the filters and the balance, so no SMQ query can be made (nothing written)");
+                }
+                let supported = questions::check_supported(chat.as_ref(), &pairs, &sources, settings, &mut usage).await?;
+                println!(
+                    "checked against the subjects' posts by {}: {} of {kept} answers supported, {} not, {} unreadable",
+                    chat.name(),
+                    supported.iter().filter(|s| **s == Some(true)).count(),
+                    supported.iter().filter(|s| **s == Some(false)).count(),
+                    supported.iter().filter(|s| s.is_none()).count()
+                );
+                let path = write_json(&out, &ground_truth_path(Task::Smq), &questions::ground_truth(&pairs), replace)?;
+                let rows = read_task_file(Task::Smq, &path)?;
+                println!("SMQ: {} queries → {}", rows.len(), path.display());
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
             Annotate::Review(cmd) => review(cmd)?,
@@ -593,4 +668,38 @@ fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sampled users and topics (with at least 5 posts), each with its posts in
+/// time order.
+async fn question_sources(lake: &Lake, users: usize, topics: usize, seed: u64) -> anyhow::Result<Vec<questions::Source>> {
+    let grouped = |source: &str, key: &'static str| {
+        format!(
+            "SELECT {key}, {title}, {content} FROM {table} WHERE {src} = '{source}' AND {key} IS NOT NULL ORDER BY {key}, {at}, {id}",
+            title = posts::title,
+            content = posts::content,
+            table = posts::TABLE,
+            src = posts::source,
+            at = posts::published_at,
+            id = posts::post_id,
+        )
+    };
+    let mut out = Vec::new();
+    for (source, key, n, subject) in [
+        ("weibo", posts::uid, users, questions::Subject::User as fn(String) -> questions::Subject),
+        ("topic", posts::topic, topics, questions::Subject::Topic),
+    ] {
+        let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for batch in lake.sql(&grouped(source, key)).await? {
+            let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
+            for ((k, title), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
+                let post = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
+                if let Some(k) = k.filter(|k| !k.is_empty() && !post.is_empty()) {
+                    by_key.entry(k).or_default().push(post);
+                }
+            }
+        }
+        out.extend(questions::sample_subjects(by_key, n, seed, subject));
+    }
+    Ok(out)
 }
