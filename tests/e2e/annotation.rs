@@ -172,3 +172,43 @@ fn emotions_are_voted_on_and_measured_against_the_world_s() {
     some(&again, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
     assert_eq!(csv(&again, "SELECT label, count(*) AS n FROM queries GROUP BY label ORDER BY label"), "label,n\n恐惧,1\n悲伤,1\n", "UTF-8 byte order");
 }
+
+/// A stand-in model for SMQ: one question per subject, specific, unknown
+/// without the posts, and supported by them.
+fn questioner(_: usize, body: &serde_json::Value) -> Reply {
+    let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let text = if prompt.contains("请根据这些帖子提出") {
+        r#"{"pairs": [{"question": "最常提到的是什么？", "answer": "第一条帖子的内容"}]}"#
+    } else if prompt.contains("是否具体") {
+        r#"{"specific": true}"#
+    } else if prompt.contains("请直接回答") {
+        "不知道"
+    } else if prompt.contains("同一件事") {
+        r#"{"same": false}"#
+    } else {
+        r#"{"supported": true}"#
+    };
+    Reply::Text(text.into())
+}
+
+#[test]
+fn questions_about_users_and_topics_become_balanced_smq_queries() {
+    let (dir, lake) = lake_with_world();
+    let endpoint = ScriptedEndpoint::start(questioner);
+    let out = dir.path().join("smq");
+    let args = ["annotate", "questions", "--users", "3", "--topics", "2", "--model", "scripted", "--endpoint", &endpoint.url];
+    let made = some(&lake, &[], &[&args[..], &["--out", out.to_str().unwrap()]].concat()).ok();
+    assert!(
+        made.stdout.contains("SMQ: 5 subjects (3 users, 2 topics) asked by scripted: 5 questions, 0 vague, 0 answered alike without the posts, 1 dropped to balance, 4 kept"),
+        "{}",
+        made.stdout
+    );
+    assert!(made.stdout.contains("4 of 4 answers supported"), "{}", made.stdout);
+    let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
+    some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    assert_eq!(
+        csv(&fresh, "SELECT uid IS NOT NULL AS about_a_user, count(*) AS n FROM queries GROUP BY uid IS NOT NULL ORDER BY 1"),
+        "about_a_user,n\nfalse,2\ntrue,2\n",
+        "the reader finds each question's user or topic"
+    );
+}
