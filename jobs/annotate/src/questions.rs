@@ -130,14 +130,18 @@ async fn ask_bool(model: &dyn ChatModel, prompt: String, field: &str, seed: u64,
     Ok(ask_json(model, prompt, schema, seed, 20, usage).await?.and_then(|o| o.get(field).and_then(Value::as_bool)))
 }
 
-/// The question as the release phrases it: the model's part after the
-/// subject's prefix (a prefix or `该用户`/`该话题` it wrote itself is dropped).
-fn phrase(subject: &Subject, body: &str) -> String {
+/// The question as the release phrases it: the model's question after the
+/// subject's prefix (the prefix, `该用户` or `该话题` it wrote itself
+/// dropped), cut after its question mark; none if what is left is not a
+/// question of a few characters.
+fn phrase(subject: &Subject, question: &str) -> Option<String> {
     let prefix = subject.prefix();
-    let body = body.trim();
-    let body = body.strip_prefix(prefix.as_str()).unwrap_or(body);
-    let body = ["该用户", "这位用户", "该话题中", "该话题", "，", ","].iter().fold(body, |b, p| b.strip_prefix(p).unwrap_or(b));
-    format!("{prefix}{}", body.trim())
+    let body = question.trim();
+    let body = body.strip_prefix(prefix.as_str()).or_else(|| body.strip_prefix(prefix.trim_end_matches('，'))).unwrap_or(body);
+    let body = ["该用户", "这位用户", "该话题中", "该话题", "，", ","].iter().fold(body, |b, p| b.strip_prefix(p).unwrap_or(b)).trim();
+    let end = body.find(['？', '?'])?;
+    let body = &body[..end + body[end..].chars().next()?.len_utf8()];
+    (body.chars().count() >= 5).then(|| format!("{prefix}{body}"))
 }
 
 /// Questions for every source, each through both filters.
@@ -147,7 +151,7 @@ pub async fn generate(
     settings: Settings,
     progress: &dyn Progress,
     usage: &mut Usage,
-) -> Result<(Vec<Pair>, usize), ModelError> {
+) -> Result<(Vec<Pair>, Unusable), ModelError> {
     progress.phase(&format!("subjects questioned by {}", model.name()), Some(sources.len() as u64));
     let text = |n: u32| json!({"type": "string", "maxLength": n});
     let schema = json!({
@@ -158,7 +162,12 @@ pub async fn generate(
         "additionalProperties": false
     });
     let mut pairs = Vec::new();
-    let mut unreadable = 0;
+    let mut unusable = Unusable::default();
+    let example = |unusable: &mut Unusable, text: String| {
+        if unusable.examples.len() < 3 {
+            unusable.examples.push(text.chars().take(160).collect());
+        }
+    };
     for (i, source) in sources.iter().enumerate() {
         let block = posts_block(&source.posts, settings.shown);
         let prompt = GENERATE
@@ -169,17 +178,22 @@ pub async fn generate(
             .replace("{prefix}", &source.subject.prefix());
         let made = ask_json(model, prompt, schema.clone(), settings.seed, 400, usage).await?;
         let Some(list) = made.as_ref().and_then(|o| o.get("pairs")).and_then(Value::as_array) else {
-            unreadable += 1;
+            unusable.unreadable += 1;
+            example(&mut unusable, format!("{made:?}"));
             progress.advance(1);
             continue;
         };
         for p in list.iter().take(settings.per_subject) {
             let (Some(q), Some(a)) = (p.get("question").and_then(Value::as_str), p.get("answer").and_then(Value::as_str)) else { continue };
-            if q.trim().is_empty() || a.trim().is_empty() {
+            let answer = a.trim().to_string();
+            let Some(question) = phrase(&source.subject, q).filter(|q| !answer.is_empty() && !q.ends_with(answer.as_str())) else {
+                unusable.malformed += 1;
+                example(&mut unusable, format!("question {q:?}, answer {answer:?}"));
+                continue;
+            };
+            if pairs.iter().any(|p: &Pair| p.question == question) {
                 continue;
             }
-            let question = phrase(&source.subject, q);
-            let answer = a.trim().to_string();
             let specific = SPECIFIC.replace("{posts}", &block).replace("{question}", &question);
             let verdict = if ask_bool(model, specific, "specific", settings.seed, usage).await? != Some(true) {
                 Verdict::Vague
@@ -203,7 +217,19 @@ pub async fn generate(
         progress.advance(1);
     }
     progress.finish();
-    Ok((pairs, unreadable))
+    Ok((pairs, unusable))
+}
+
+/// Model output that gave no question.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unusable {
+    /// Replies with no list of pairs in them.
+    pub unreadable: usize,
+    /// Pairs whose question was no question (too short, no question mark,
+    /// the answer in it) or had no answer.
+    pub malformed: usize,
+    /// The first few of either, as the model wrote them.
+    pub examples: Vec<String>,
 }
 
 /// Keeps as many user questions as topic questions (at most `per_kind`
@@ -252,11 +278,17 @@ mod tests {
     #[test]
     fn questions_take_the_release_s_phrasing() {
         let user = Subject::User("42".into());
-        assert_eq!(phrase(&user, "最常提到哪个城市？"), "用户ID为42的用户最常提到哪个城市？");
-        assert_eq!(phrase(&user, "用户ID为42的用户最常提到哪个城市？"), "用户ID为42的用户最常提到哪个城市？");
-        assert_eq!(phrase(&user, "该用户最常提到哪个城市？"), "用户ID为42的用户最常提到哪个城市？");
-        assert_eq!(phrase(&Subject::Topic("火锅".into()), "，哪家店排队最久？"), "在话题“火锅”中，哪家店排队最久？");
-        assert_eq!(some_jobs::queries::smq_subject(&phrase(&user, "x？")), (Some("42".into()), None), "read back as the reader reads the release");
+        let asked = |q: &str| phrase(&user, q);
+        assert_eq!(asked("最常提到哪个城市？").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"));
+        assert_eq!(asked("用户ID为42的用户最常提到哪个城市？").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"));
+        assert_eq!(asked("该用户最常提到哪个城市？”,").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"), "cut after the question mark");
+        let topic = Subject::Topic("火锅".into());
+        assert_eq!(phrase(&topic, "在话题“火锅”中哪家店排队最久？").as_deref(), Some("在话题“火锅”中，哪家店排队最久？"));
+        assert_eq!(asked("用户ID为42的用户"), None, "no question left");
+        assert_eq!(asked("最喜欢什么"), None, "no question mark");
+        assert_eq!(asked("谁？"), None, "too short");
+        let read_back = some_jobs::queries::smq_subject(&asked("最常提到哪个城市？").unwrap());
+        assert_eq!(read_back, (Some("42".into()), None), "read back as the reader reads the release");
     }
 
     #[test]
@@ -283,8 +315,8 @@ mod tests {
         let model = ScriptedModel::replies("scripted", replies, |_| reply("{}"));
         let mut usage = Usage::default();
         let settings = Settings { per_subject: 3, ..Settings::default() };
-        let (mut pairs, unreadable) = futures::executor::block_on(generate(&model, &sources, settings, &NoProgress, &mut usage)).unwrap();
-        assert_eq!(unreadable, 0);
+        let (mut pairs, unusable) = futures::executor::block_on(generate(&model, &sources, settings, &NoProgress, &mut usage)).unwrap();
+        assert_eq!(unusable, Unusable::default());
         let verdicts: Vec<&Verdict> = pairs.iter().map(|p| &p.verdict).collect();
         assert_eq!(verdicts, [&Verdict::Kept, &Verdict::Vague, &Verdict::NeedsNoData("火锅".into()), &Verdict::Kept]);
         assert!(model.requests()[2].response_format.is_none() && model.requests()[2].messages[0].content.contains("用户ID为1的用户在哪个城市吃火锅？"));

@@ -309,7 +309,7 @@ impl Annotate {
                 let settings = questions::Settings { per_subject, seed, ..questions::Settings::default() };
                 let started = std::time::Instant::now();
                 let mut usage = some_jobs::chat::Usage::default();
-                let (mut pairs, unreadable) = questions::generate(chat.as_ref(), &sources, settings, &Bars::new(), &mut usage).await?;
+                let (mut pairs, unusable) = questions::generate(chat.as_ref(), &sources, settings, &Bars::new(), &mut usage).await?;
                 let count = |pairs: &[questions::Pair], f: &dyn Fn(&questions::Verdict) -> bool| pairs.iter().filter(|p| f(&p.verdict)).count();
                 let (vague, blind) = (
                     count(&pairs, &|v| *v == questions::Verdict::Vague),
@@ -318,17 +318,22 @@ impl Annotate {
                 questions::balance(&mut pairs, &sources, per_kind, seed);
                 let kept = count(&pairs, &|v| *v == questions::Verdict::Kept);
                 println!(
-                    "SMQ: {} subjects ({} users, {} topics) asked by {}: {} questions, {vague} vague, {blind} answered alike without the posts, {} dropped to balance, {kept} kept; {unreadable} unreadable replies ({} + {} tokens, {:.0} s)",
+                    "SMQ: {} subjects ({} users, {} topics) asked by {}: {} questions, {vague} vague, {blind} answered alike without the posts, {} dropped to balance, {kept} kept; {} unreadable replies, {} pairs that were no question ({} + {} tokens, {:.0} s)",
                     sources.len(),
                     sources.iter().filter(|s| s.subject.is_user()).count(),
                     sources.iter().filter(|s| !s.subject.is_user()).count(),
                     chat.name(),
                     pairs.len(),
                     count(&pairs, &|v| *v == questions::Verdict::Unbalanced),
+                    unusable.unreadable,
+                    unusable.malformed,
                     usage.prompt_tokens,
                     usage.completion_tokens,
                     started.elapsed().as_secs_f64()
                 );
+                for example in &unusable.examples {
+                    eprintln!("  unusable: {example}");
+                }
                 if kept == 0 {
                     bail!("no question survived the filters and the balance, so no SMQ query can be made (nothing written)");
                 }
