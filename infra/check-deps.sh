@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Dependencies between the crates point one way:
 #   pipeline -> workers -> sim (jobs/sim) -> jobs -> schemas
-#   pipeline -> annotate (jobs/annotate) -> jobs
+#   workers -> annotate (jobs/annotate) -> jobs
 # A crate may depend only on crates to its right; inside a crate, sibling
 # modules import each other without a loop (infra/check-modules.py).
 set -euo pipefail
@@ -22,7 +22,7 @@ check schemas
 check jobs some-schemas
 check jobs/sim some-schemas some-jobs
 check jobs/annotate some-schemas some-jobs
-check workers some-schemas some-jobs some-sim
+check workers some-schemas some-jobs some-sim some-annotate
 check pipeline some-schemas some-jobs some-sim some-annotate some-workers
 python3 infra/check-modules.py schemas/src jobs/src jobs/sim/src jobs/annotate/src workers/src pipeline/src || fail=1
 [ $fail -eq 0 ] && echo "crate dependencies point one way; no module import loops"

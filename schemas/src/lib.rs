@@ -62,4 +62,5 @@ pub const ALL_TABLES: &[TableDef] = &[
     TableDef::of::<sim::SimTurnRow>(),
     TableDef::of::<sim::SimStepRow>(),
     TableDef::of::<sim::SimReviewRow>(),
+    TableDef::of::<AnnotationShardRow>(),
 ];

@@ -23,10 +23,12 @@ pub enum JobKind {
     Embed,
     /// Simulation agents: setting up and acting for a turn (LLM workers).
     Sim,
+    /// Annotation shards: one location-day of a RED annotation (LLM workers).
+    Annotate,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 5] = [JobKind::Episode, JobKind::Judge, JobKind::Ingest, JobKind::Embed, JobKind::Sim];
+    pub const ALL: [JobKind; 6] = [JobKind::Episode, JobKind::Judge, JobKind::Ingest, JobKind::Embed, JobKind::Sim, JobKind::Annotate];
 
     /// The queue this kind of job is published to.
     pub fn queue(self) -> &'static str {
@@ -36,6 +38,7 @@ impl JobKind {
             JobKind::Ingest => "some.ingest",
             JobKind::Embed => "some.embed",
             JobKind::Sim => "some.sim",
+            JobKind::Annotate => "some.annotate",
         }
     }
 }
@@ -118,6 +121,9 @@ pub enum Job {
     /// start of a turn, as JSON the simulation defines): they are the
     /// coordinator's state, not rows of the lake.
     Sim { run_id: RunId, shard_id: ShardId, payload: String },
+    /// One shard of an annotation; like a simulation's, it carries its
+    /// settings (as JSON the annotation defines).
+    Annotate { annotation: String, shard_id: ShardId, payload: String },
 }
 
 impl Job {
@@ -128,13 +134,16 @@ impl Job {
             Job::Ingest { .. } => JobKind::Ingest,
             Job::Embed { .. } => JobKind::Embed,
             Job::Sim { .. } => JobKind::Sim,
+            Job::Annotate { .. } => JobKind::Annotate,
         }
     }
 
     /// The shard of a run the job is, if it is one.
     pub fn shard_id(&self) -> Option<&ShardId> {
         match self {
-            Job::Episodes { shard_id, .. } | Job::Judge { shard_id, .. } | Job::Sim { shard_id, .. } => Some(shard_id),
+            Job::Episodes { shard_id, .. } | Job::Judge { shard_id, .. } | Job::Sim { shard_id, .. } | Job::Annotate { shard_id, .. } => {
+                Some(shard_id)
+            }
             Job::Ingest { .. } | Job::Embed { .. } => None,
         }
     }
@@ -147,6 +156,7 @@ impl Job {
             Job::Ingest { ingestion, unit } => format!("ingestion {ingestion} unit {unit}"),
             Job::Embed { partition, .. } => format!("embedding {partition}"),
             Job::Sim { shard_id, .. } => format!("simulation shard {shard_id}"),
+            Job::Annotate { annotation, shard_id, .. } => format!("annotation {annotation} shard {shard_id}"),
         }
     }
 }

@@ -393,6 +393,21 @@ table! {
     }
 }
 
+table! {
+    /// One shard of an annotation as the worker that made it wrote it: one
+    /// file per shard, written once (put-if-absent), so a redelivered
+    /// shard never adds a second answer; the annotation's coordinator reads
+    /// every shard's file and writes the ground truth.
+    pub struct AnnotationShardRow in annotation_shards partitioned by [annotation_id] {
+        /// The shard's key (a RED location-day: `<location>_<day>`).
+        shard: String,
+        /// What the shard found, as JSON the annotation defines.
+        body: String,
+        written_at: Timestamp,
+        annotation_id: String,
+    }
+}
+
 /// A table as the lake and the SQL engine see it.
 #[derive(Debug, Clone, Copy)]
 pub struct TableDef {

@@ -1,7 +1,7 @@
-//! What the handlers of the five job kinds share. Each kind's handler
+//! What the handlers of the six job kinds share. Each kind's handler
 //! lives beside its lifecycle (`runs::episodes::EpisodeJobs`,
 //! `runs::judging::JudgeJobs`, `world::ingest::run_job`,
-//! `embed::EmbedJobs` (given the lake and the progress alone: `embed` is below `llm`), `sim::work::SimJobs`); the worker loop
+//! `embed::EmbedJobs` (given the lake and the progress alone: `embed` is below `llm`), `sim::work::SimJobs`, `annotate::AnnotateJobs`); the worker loop
 //! (`crate::worker`) takes a job, hands it to its kind's handler, and
 //! settles the delivery by the outcome.
 

@@ -29,6 +29,7 @@
 //! again may help.
 
 pub mod access;
+pub mod annotate;
 pub mod compute;
 pub mod coordinator;
 pub mod embed;

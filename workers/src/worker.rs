@@ -45,6 +45,7 @@ use crate::handler::JobContext;
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Deliveries, Delivery, Queue, consume_reconnecting};
+use crate::annotate::AnnotateJobs;
 use crate::runs::episodes::EpisodeJobs;
 use crate::runs::judging::JudgeJobs;
 use crate::sim::work::SimJobs;
@@ -90,6 +91,7 @@ pub struct Worker {
     judging: JudgeJobs,
     embedding: EmbedJobs,
     sims: SimJobs,
+    annotations: AnnotateJobs,
 }
 
 impl Worker {
@@ -109,7 +111,8 @@ impl Worker {
             queue,
             config,
             progress,
-            episodes: EpisodeJobs::new(kernels),
+            episodes: EpisodeJobs::new(kernels.clone()),
+            annotations: AnnotateJobs::new(kernels),
             judging: JudgeJobs::default(),
             embedding: EmbedJobs::default(),
             sims: SimJobs::default(),
@@ -230,6 +233,7 @@ impl Worker {
             Job::Ingest { ingestion, unit } => ingest::run_job(ctx, ingestion, *unit).await,
             Job::Embed { collection, model, partition } => self.embedding.run(ctx.lake, ctx.progress, collection, model, partition).await,
             Job::Sim { run_id, payload, .. } => self.sims.run(ctx, run_id, payload).await,
+            Job::Annotate { annotation, payload, .. } => self.annotations.run(ctx, annotation, payload).await,
         }
     }
 }

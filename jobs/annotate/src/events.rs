@@ -55,7 +55,7 @@ impl Default for Settings {
 }
 
 /// One event as the release writes it, and the windows it is linked to.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub title: String,
     pub content: String,
@@ -68,7 +68,7 @@ pub struct Event {
 }
 
 /// What became of one location-day.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DayEvents {
     pub location: String,
     pub day: String,

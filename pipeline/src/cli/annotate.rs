@@ -10,25 +10,25 @@ use anyhow::bail;
 use clap::Subcommand;
 use some_annotate::claims::{self, Claim};
 use some_annotate::emotions;
-use some_annotate::events::{self, DayEvents};
+use some_annotate::events;
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
 use some_annotate::questions;
 use some_annotate::review::{self, Item};
 use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json};
-use some_jobs::chat::ChatModel;
-use some_jobs::progress::Progress;
-use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, Embedder, Purpose, cluster_threshold as cluster_threshold_of};
-use some_jobs::kernels::Kernels;
+use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, cluster_threshold as cluster_threshold_of};
 use some_jobs::queries::read_task_file;
 use some_jobs::release::{Release, ReleaseFile};
 use some_schemas::row::ColumnValue;
-use some_schemas::{QueryRow, RefPostRow, Task, Timestamp, buckets, posts};
+use some_schemas::{JobKind, QueryRow, RefPostRow, Task, Timestamp, posts};
 use some_workers::Lake;
+use some_workers::annotate::{self, EventsSpec};
+use some_workers::executor::{Executor, Look, Outcome, Work};
+use some_workers::queue::Queue;
 use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
 use some_workers::world::read_queries;
 
-use super::flags::{KernelsFlag, ModelFlags};
+use super::flags::{ModelFlags, RunFlags};
 use super::progress::Bars;
 
 #[derive(Debug, Subcommand)]
@@ -93,8 +93,9 @@ pub enum Annotate {
         min_posts: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Where the location-days run (one job each), the model calls, the kernels.
         #[command(flatten)]
-        kernels: KernelsFlag,
+        run: RunFlags,
         /// The folder to write `datasets/realtime_event_detection/ground_truth.json` into.
         #[arg(long)]
         out: PathBuf,
@@ -236,20 +237,28 @@ impl Annotate {
                 }
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
-            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, kernels, out, replace } => {
-                let settings = events::Settings {
+            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, run, out, replace } => {
+                for day in &days {
+                    if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
+                        bail!("--days: {day:?} is not a YYYY-MM-DD date");
+                    }
+                }
+                some_workers::llm::check_chat_model(&model.model, &model.endpoints)?;
+                let spec = EventsSpec {
+                    location,
+                    days,
                     theta: cluster_threshold.unwrap_or_else(|| cluster_threshold_of(&embedding_model)),
+                    model: model.model,
+                    endpoints: model.endpoints,
+                    embedding_model,
                     min_posts,
                     seed,
-                    ..events::Settings::default()
                 };
-                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
-                let Some(embedder) = installed_embedder(&embedding_model)? else {
-                    bail!("{embedding_model} is not installed: run `some models fetch {embedding_model}`");
-                };
-                let kernels = kernels.open()?;
-                return annotate_events(lake, &location, &days, chat.as_ref(), embedder.as_ref(), &kernels, settings, &out, replace).await;
+                let executor = run.executor(lake, Arc::new(Bars::new())).await?;
+                if executor.broker().is_none() && installed_embedder(&spec.embedding_model)?.is_none() {
+                    bail!("{0} is not installed: run `some models fetch {0}`", spec.embedding_model);
+                }
+                return annotate_events(lake, &executor, &spec, &out, replace).await;
             }
             Annotate::Emotions { comments, per_emotion, model, rounds, temperature, cap, seed, out, replace } => {
                 let caps = caps(&cap)?;
@@ -425,69 +434,57 @@ fn write_and_check(index: &Index, annotated: &Annotated, out: &Path, replace: bo
     Ok(breaches.len())
 }
 
-/// RED for each day of `location`: posts read from the lake, embedded,
-/// clustered and judged; the ground truth written; the truth's figures
-/// where the lake's RED queries cover the days.
-#[allow(clippy::too_many_arguments)]
-async fn annotate_events(
-    lake: &Lake,
-    location: &str,
-    days: &[String],
-    chat: &dyn ChatModel,
-    embedder: &dyn Embedder,
-    kernels: &Arc<dyn Kernels>,
-    settings: events::Settings,
-    out: &Path,
-    replace: bool,
-) -> anyhow::Result<ExitCode> {
-    let mut annotated: Vec<DayEvents> = Vec::new();
-    for day in days {
-        if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
-            bail!("--days: {day:?} is not a YYYY-MM-DD date");
+/// RED for each day of the spec, one job a day (here or on a broker's
+/// workers); then the ground truth written and, where the lake's RED
+/// queries cover the days, the truth's figures.
+async fn annotate_events(lake: &Lake, executor: &Executor, spec: &EventsSpec, out: &Path, replace: bool) -> anyhow::Result<ExitCode> {
+    let id = spec.id();
+    let started = std::time::Instant::now();
+    let work = Work { kind: JobKind::Annotate, phase: "location-days annotated", units: spec.days.len() };
+    let publish = |queue: Arc<dyn Queue>| async move { annotate::publish(lake, queue.as_ref(), spec).await };
+    let look = || async {
+        let done = annotate::days_done(lake, spec).await?;
+        Ok(Look { done, settled: done == spec.days.len(), failures: Vec::new() })
+    };
+    eprintln!("annotation {id}: {} {}", spec.location, spec.days.join(", "));
+    if let Outcome::Settled(failures) = executor.submit(work, publish, Some(look)).await? {
+        if !failures.is_empty() {
+            for f in &failures {
+                eprintln!("failed: {f}");
+            }
+            bail!("annotation {id}: {} location-days failed; fix the cause and run the same command again to go on", failures.len());
         }
-        let started = std::time::Instant::now();
-        let posts = day_posts(lake, location, day).await?;
-        if posts.is_empty() {
-            bail!("the lake has no posts of {location} on {day} (a location stream, `raw_data/{day}_{location}_sensitive.jsonl`)");
-        }
-        let texts: Vec<String> = posts.iter().map(|p| p.text.clone()).collect();
-        let mut vectors = Vec::with_capacity(texts.len() * embedder.dim());
-        let bars = Bars::new();
-        bars.phase(&format!("{location} {day}: posts embedded by {}", embedder.model()), Some(texts.len() as u64));
-        for batch in texts.chunks(64) {
-            vectors.extend(embedder.embed(batch, Purpose::Document).await?.into_iter().flatten());
-            bars.advance(batch.len() as u64);
-        }
-        bars.finish();
-        let found = events::detect(location, day, &posts, &vectors, embedder.dim(), kernels, chat, settings, &bars).await?;
+    }
+    let annotated = annotate::collect(lake, spec).await?;
+    for found in &annotated {
         println!(
-            "{location} {day}: {} posts, {} clusters, {} shown to {}: {} events, {} not events, {} unreadable replies ({} + {} tokens, {:.0} s)",
+            "{} {}: {} posts, {} clusters, {} shown to {}: {} events, {} not events, {} unreadable replies ({} + {} tokens)",
+            found.location,
+            found.day,
             found.posts,
             found.clusters,
             found.shown,
-            chat.name(),
+            spec.model,
             found.events.len(),
             found.not_events,
             found.unreadable.len(),
             found.usage.prompt_tokens,
             found.usage.completion_tokens,
-            started.elapsed().as_secs_f64()
         );
         for reply in found.unreadable.iter().take(3) {
             eprintln!("  unreadable reply: {reply}");
         }
-        annotated.push(found);
     }
-    let items = events::items(&annotated, chat.name(), settings);
+    let items = events::items(&annotated, &spec.model, spec.settings());
     if items.is_empty() {
         bail!("no event was found, so no RED query can be made (nothing written)");
     }
     let (path, ground_truth) = write_annotations(out, Task::Red, &items, replace)?;
     let rows = read_task_file(Task::Red, &path)?;
-    println!("RED: {} queries (one-hour windows with events) → {}", rows.len(), path.display());
+    println!("RED: {} queries (one-hour windows with events) → {} ({:.0} s)", rows.len(), path.display(), started.elapsed().as_secs_f64());
 
-    let truth = red_truth(&read_queries(lake).await?, location);
-    let in_scope = |key: &str| days.iter().any(|d| key.starts_with(d.as_str()));
+    let truth = red_truth(&read_queries(lake).await?, &spec.location);
+    let in_scope = |key: &str| spec.days.iter().any(|d| key.starts_with(d.as_str()));
     if truth.keys().any(|k| in_scope(k)) {
         let m = events::measure(&ground_truth, &truth, &in_scope);
         println!(
@@ -503,32 +500,6 @@ async fn annotate_events(
     }
     println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The posts of `location`'s stream on `day`, in time order, each its title and content.
-async fn day_posts(lake: &Lake, location: &str, day: &str) -> anyhow::Result<Vec<events::Post>> {
-    let sql = format!(
-        "SELECT {id}, {at}, {title}, {content} FROM {table} WHERE {source} = 'raw' AND {bucket} = '{b}' ORDER BY {at}, {id}",
-        id = posts::post_id,
-        at = posts::published_at,
-        title = posts::title,
-        content = posts::content,
-        table = posts::TABLE,
-        source = posts::source,
-        bucket = posts::bucket,
-        b = buckets::raw(day, location).replace('\'', "''"),
-    );
-    let mut out = Vec::new();
-    for batch in lake.sql(&sql).await? {
-        let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
-        let at = <Timestamp as ColumnValue>::from_array(batch.column(1).as_ref()).map_err(anyhow::Error::msg)?;
-        for (((id, at), title), content) in text(0)?.into_iter().zip(at).zip(text(2)?).zip(text(3)?) {
-            let (Some(id), Some(at)) = (id, at) else { continue };
-            let text = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
-            out.push(events::Post { id, at, text });
-        }
-    }
-    Ok(out)
 }
 
 /// The lake's RED queries of `location`: window key → each event's title and summary.

@@ -26,7 +26,7 @@ pub enum WorkerKind {
 impl WorkerKind {
     fn jobs(self) -> &'static [JobKind] {
         match self {
-            WorkerKind::Llm => &[JobKind::Episode, JobKind::Judge, JobKind::Sim],
+            WorkerKind::Llm => &[JobKind::Episode, JobKind::Judge, JobKind::Sim, JobKind::Annotate],
             WorkerKind::Compute => &[JobKind::Ingest, JobKind::Embed],
         }
     }
