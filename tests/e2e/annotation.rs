@@ -2,8 +2,11 @@
 //! LIAR-RAW/RAWFC files, written in the release's layout and read back by
 //! `some ingest queries` as the release's own files are.
 
+use std::time::Duration;
+
+use some_tests::fleet::{Cluster, worker};
 use some_tests::scripted::{Reply, ScriptedEndpoint};
-use some_tests::{csv, lake_with_world, some};
+use some_tests::{Background, csv, lake_with_world, some, wait_until};
 
 /// Rows of `queries` per task and label, as CSV.
 const PER_LABEL: &str = "SELECT task, label, count(*) AS n FROM queries GROUP BY task, label ORDER BY task, label";
@@ -211,4 +214,45 @@ fn questions_about_users_and_topics_become_balanced_smq_queries() {
         "about_a_user,n\nfalse,2\ntrue,2\n",
         "the reader finds each question's user or topic"
     );
+}
+
+#[test]
+fn a_red_annotation_through_rabbitmq_survives_a_killed_worker_and_matches_one_made_here() {
+    let c = Cluster::shared();
+    let (lake, queue) = (&c.lake, &c.queue);
+    some(lake, &[], &["models", "fetch", "multilingual-e5-small"]).ok();
+    // Slow enough that a day is half done when its worker dies.
+    let endpoint = ScriptedEndpoint::start(|n, body| match summarise_first_post(n, body) {
+        Reply::Text(text) => Reply::Delayed(Duration::from_millis(400), text),
+        other => other,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let days = "2025-06-01,2025-06-02,2025-06-03";
+    let args = |out: &str| -> Vec<String> {
+        ["annotate", "events", "--location", "江西", "--days", days, "--model", "scripted", "--endpoint", &endpoint.url, "--out", out]
+            .map(str::to_string)
+            .to_vec()
+    };
+    let (here, there) = (dir.path().join("here"), dir.path().join("there"));
+
+    // The same world in another lake, annotated on one process without a break.
+    let (_other, other_lake) = lake_with_world();
+    let uninterrupted: Vec<String> = [args(here.to_str().unwrap()), vec!["--queue".into(), "memory".into()]].concat();
+    some(&other_lake, &[], &uninterrupted.iter().map(String::as_str).collect::<Vec<_>>()).ok();
+
+    let through_broker: Vec<String> = [args(there.to_str().unwrap()), vec!["--queue".into(), queue.clone()]].concat();
+    let mut coordinator = Background::start(lake, &[], &through_broker.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut workers = vec![worker(lake, queue), worker(lake, queue)];
+    assert!(wait_until(Duration::from_secs(120), || endpoint.requests() >= 2), "no model call");
+    workers[0].kill();
+    assert!(coordinator.child.try_wait().unwrap().is_none(), "the annotation finished before the worker died");
+    let finished = wait_until(Duration::from_secs(300), || coordinator.child.try_wait().unwrap().is_some());
+    assert!(finished, "the annotation did not finish: {}", coordinator.log());
+    assert!(coordinator.child.wait().unwrap().success(), "{}", coordinator.log());
+
+    for file in ["datasets/realtime_event_detection/ground_truth.json", "datasets/realtime_event_detection/annotations.jsonl"] {
+        let (a, b) = (std::fs::read_to_string(here.join(file)).unwrap(), std::fs::read_to_string(there.join(file)).unwrap());
+        assert!(a.len() > 100 && a == b, "{file} differs between the uninterrupted run and the one through the broker");
+    }
+    assert_eq!(csv(lake, "SELECT count(*) AS n FROM annotation_shards"), "n\n3\n", "one file a day, none twice");
 }

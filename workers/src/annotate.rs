@@ -108,6 +108,26 @@ pub async fn collect(lake: &Lake, spec: &EventsSpec) -> Result<Vec<DayEvents>> {
     Ok(out)
 }
 
+/// Makes every day's file of `spec` part of the `annotation_shards` table
+/// (one commit; a file already committed is left as it is), so SQL sees
+/// what each day found; returns how many files this commit added.
+pub async fn commit(lake: &Lake, spec: &EventsSpec) -> Result<usize> {
+    let snapshot = lake.snapshot().await?;
+    let mut txn = lake.txn();
+    let mut added = 0;
+    for day in &spec.days {
+        let part = spec.part(day);
+        if snapshot.file(&part).is_none() {
+            txn.adopt(&part, 1).await?;
+            added += 1;
+        }
+    }
+    if added > 0 {
+        txn.commit().await?;
+    }
+    Ok(added)
+}
+
 /// The posts of `location`'s stream on `day`, in time order, each its title and content.
 pub async fn day_posts(lake: &Lake, location: &str, day: &str) -> Result<Vec<Post>> {
     let sql = format!(

@@ -456,6 +456,7 @@ async fn annotate_events(lake: &Lake, executor: &Executor, spec: &EventsSpec, ou
         }
     }
     let annotated = annotate::collect(lake, spec).await?;
+    annotate::commit(lake, spec).await?;
     for found in &annotated {
         println!(
             "{} {}: {} posts, {} clusters, {} shown to {}: {} events, {} not events, {} unreadable replies ({} + {} tokens)",
