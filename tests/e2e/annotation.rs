@@ -256,3 +256,34 @@ fn a_red_annotation_through_rabbitmq_survives_a_killed_worker_and_matches_one_ma
     }
     assert_eq!(csv(lake, "SELECT count(*) AS n FROM annotation_shards"), "n\n3\n", "one file a day, none twice");
 }
+
+/// A stand-in model for SES: a first draft, a check that misses a detail
+/// in it, a revision, a check that finds nothing.
+fn summariser(_: usize, body: &serde_json::Value) -> Reply {
+    let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let text = if prompt.contains("请对照帖子检查") {
+        if prompt.contains("初稿") { r#"{"inaccuracies": [], "missing": ["时间"]}"# } else { r#"{"inaccuracies": [], "missing": []}"# }
+    } else if prompt.contains("请改写") {
+        "改好的摘要"
+    } else {
+        "初稿"
+    };
+    Reply::Text(text.into())
+}
+
+#[test]
+fn topic_summaries_are_refined_over_recorded_rounds() {
+    let (dir, lake) = lake_with_world();
+    let endpoint = ScriptedEndpoint::start(summariser);
+    let out = dir.path().join("ses");
+    let args = ["annotate", "summaries", "--topics", "2", "--model", "scripted", "--endpoint", &endpoint.url];
+    let made = some(&lake, &[], &[&args[..], &["--out", out.to_str().unwrap()]].concat()).ok();
+    let rounds = made.stdout.matches("2 check rounds (0 inaccurate, 1 missing; 0 inaccurate, 0 missing); similarity to the world's summary").count();
+    assert_eq!(rounds, 2, "{}", made.stdout);
+    let recorded = std::fs::read_to_string(out.join("datasets/streaming_event_summary/rounds.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(recorded.lines().next().unwrap()).unwrap();
+    assert_eq!((first["rounds"][0]["draft"].as_str(), first["summary"].as_str()), (Some("初稿"), Some("改好的摘要")));
+    let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
+    some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
+    assert_eq!(csv(&fresh, "SELECT reference, count(*) AS n FROM queries WHERE task = 'SES' GROUP BY reference"), "reference,n\n改好的摘要,2\n");
+}

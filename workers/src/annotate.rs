@@ -1,25 +1,30 @@
-//! Annotations on the queue: a RED annotation is one job per location-day
-//! (reading the day's stream, embedding, clustering through the worker's
-//! kernels, asking the model about each cluster), each writing what it
-//! found once to `annotation_shards`; the coordinator publishes the days
-//! not yet written, waits, and makes the ground truth from every day's file.
+//! Annotations on the queue, and what the annotation pipelines read from
+//! the lake (streams, timelines, topics).
+//!
+//! A RED annotation is one job per location-day (reading the day's stream,
+//! embedding, clustering through the worker's kernels, asking the model
+//! about each cluster), each writing what it found once to
+//! `annotation_shards`; the coordinator publishes the days not yet
+//! written, waits, and makes the ground truth from every day's file.
 //!
 //! The annotation's id is a digest of its settings, so running the same
 //! command again resumes it: days already written are not published
 //! again. A worker killed mid-day leaves nothing; the redelivered job does
 //! the day again, and a second answer for a day is never written.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use some_annotate::events::{self, DayEvents, Post, Settings};
+use some_annotate::questions::{self, Source, Subject};
 use some_jobs::chat::ChatModel;
 use some_jobs::embed::{Embedder, Purpose};
 use some_jobs::progress::NoProgress;
 use some_jobs::tools::KernelService;
 use some_schemas::row::ColumnValue;
-use some_schemas::{AnnotationShardRow, Job, JobKind, JobMessage, ShardId, Timestamp, buckets, posts};
+use some_schemas::{AnnotationShardRow, Job, JobKind, JobMessage, PostSource, ShardId, Timestamp, buckets, posts};
 
 use crate::error::{Error, Result};
 use crate::handler::{Cache, JobContext};
@@ -150,6 +155,58 @@ pub async fn day_posts(lake: &Lake, location: &str, day: &str) -> Result<Vec<Pos
             let text = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
             out.push(Post { id, at, text });
         }
+    }
+    Ok(out)
+}
+
+/// Every timeline post of the lake's world: (post id, author, text).
+pub async fn timeline_posts(lake: &Lake) -> Result<Vec<(String, String, String)>> {
+    let sql = format!("SELECT {}, {}, {} FROM {} WHERE {} = 'weibo'", posts::post_id, posts::uid, posts::content, posts::TABLE, posts::source);
+    let mut out = Vec::new();
+    for batch in lake.sql(&sql).await? {
+        let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(Error::Invalid);
+        for ((id, uid), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
+            if let (Some(id), Some(uid), Some(content)) = (id, uid, content) {
+                out.push((id, uid, content));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `users` users and `topics` topics of the lake, sampled for `seed` among
+/// those with enough posts (see [`questions::sample_subjects`]), each with
+/// its posts (title and content) in time order.
+pub async fn subjects(lake: &Lake, users: usize, topics: usize, seed: u64) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for (source, key, n, subject) in [
+        (PostSource::Weibo, posts::uid, users, Subject::User as fn(String) -> Subject),
+        (PostSource::Topic, posts::topic, topics, Subject::Topic),
+    ] {
+        if n == 0 {
+            continue;
+        }
+        let sql = format!(
+            "SELECT {key}, {title}, {content} FROM {table} WHERE {src} = '{source}' AND {key} IS NOT NULL ORDER BY {key}, {at}, {id}",
+            source = source.as_str(),
+            title = posts::title,
+            content = posts::content,
+            table = posts::TABLE,
+            src = posts::source,
+            at = posts::published_at,
+            id = posts::post_id,
+        );
+        let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for batch in lake.sql(&sql).await? {
+            let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(Error::Invalid);
+            for ((k, title), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
+                let post = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
+                if let Some(k) = k.filter(|k| !k.is_empty() && !post.is_empty()) {
+                    by_key.entry(k).or_default().push(post);
+                }
+            }
+        }
+        out.extend(questions::sample_subjects(by_key, n, seed, subject));
     }
     Ok(out)
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
 use some_jobs::progress::Progress;
 use some_jobs::tools::{BackendError, KernelService};
-use some_schemas::Timestamp;
+use some_schemas::{QueryRow, Task, Timestamp};
 
 use crate::prompt_id;
 use crate::review::Item;
@@ -278,6 +278,24 @@ pub fn items(days: &[DayEvents], model: &str, settings: Settings) -> Vec<Item> {
     out
 }
 
+/// The RED queries of `location` as truth: window key → each event's
+/// title and summary.
+pub fn truth(queries: &[QueryRow], location: &str) -> BTreeMap<String, Vec<String>> {
+    queries
+        .iter()
+        .filter(|q| q.task == Task::Red && q.location.as_deref() == Some(location))
+        .map(|q| {
+            let events: Vec<Value> = q.reference.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+            (q.source_key.clone(), events.iter().map(event_text).collect())
+        })
+        .collect()
+}
+
+/// An event's title and summary, as [`measure`] compares them.
+fn event_text(e: &Value) -> String {
+    format!("{}{}", e["标题"].as_str().unwrap_or_default(), e["摘要"].as_str().unwrap_or_default())
+}
+
 /// Recall and precision against true events, per (window, event) pair.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Measured {
@@ -312,14 +330,7 @@ pub const MATCH_SIMILARITY: f64 = 0.3;
 /// each event its title and content); only the windows of `keys_in_scope`
 /// count (the location-days annotated).
 pub fn measure(annotated: &Value, truth: &BTreeMap<String, Vec<String>>, keys_in_scope: &dyn Fn(&str) -> bool) -> Measured {
-    let texts = |events: &Value| -> Vec<String> {
-        events
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|e| format!("{}{}", e["标题"].as_str().unwrap_or_default(), e["摘要"].as_str().unwrap_or_default()))
-            .collect()
-    };
+    let texts = |events: &Value| -> Vec<String> { events.as_array().into_iter().flatten().map(event_text).collect() };
     let empty = Value::Array(Vec::new());
     let keys: BTreeSet<&str> = truth.keys().map(String::as_str).filter(|k| keys_in_scope(k)).chain(annotated.as_object().into_iter().flat_map(|o| o.keys().map(String::as_str))).collect();
     let mut m = Measured::default();

@@ -8,6 +8,7 @@
 //!   interacted with what, no model involved;
 //! - [`events`]: RED, a location-day's posts clustered, each cluster kept
 //!   or dropped and summarised by a model, linked to one-hour windows;
+//! - [`summaries`]: SES, a summary per topic refined over check rounds;
 //! - [`emotions`]: UEA, each comment's emotion by a majority of model votes;
 //! - [`questions`]: SMQ, question-answer pairs from a user's or a topic's
 //!   posts, without the vague ones and those that need no data;
@@ -22,6 +23,7 @@ pub mod interactions;
 pub mod questions;
 pub mod review;
 pub mod sampling;
+pub mod summaries;
 
 use std::path::{Path, PathBuf};
 
@@ -36,14 +38,23 @@ pub fn write_json(out: &Path, relative: &str, value: &Value, replace: bool) -> R
     if path.exists() && !replace {
         return Err(InputError::new(&path, "", "the file exists; pass --replace to overwrite it"));
     }
-    let folder = path.parent().expect("a relative file path has a parent");
-    std::fs::create_dir_all(folder).map_err(|e| InputError::new(folder, "", format!("cannot create: {e}")))?;
     let mut bytes = serde_json::to_vec_pretty(value).expect("JSON values serialise");
     bytes.push(b'\n');
-    let partial = path.with_extension("json.partial");
-    std::fs::write(&partial, bytes).map_err(|e| InputError::new(&partial, "", format!("cannot write: {e}")))?;
-    std::fs::rename(&partial, &path).map_err(|e| InputError::new(&path, "", format!("cannot write: {e}")))?;
+    write_whole(&path, &bytes)?;
     Ok(path)
+}
+
+/// Writes `bytes` as `path` (its folder made if need be), whole or not at
+/// all: a partial file is renamed into place.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(|e| InputError::new(folder, "", format!("cannot create: {e}")))?;
+    }
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    std::fs::write(&partial, bytes).map_err(|e| InputError::new(&partial, "", format!("cannot write: {e}")))?;
+    std::fs::rename(&partial, path).map_err(|e| InputError::new(path, "", format!("cannot write: {e}")))
 }
 
 /// The folder of the query files under an output folder.

@@ -1,5 +1,6 @@
-//! `some annotate interactions|claims`: SoMe-style queries and their ground
-//! truth made from social-media data, in the release's layout.
+//! `some annotate interactions|events|summaries|emotions|questions|claims|review`:
+//! SoMe-style queries and their ground truth made from social-media data,
+//! in the release's layout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,23 +10,21 @@ use std::sync::Arc;
 use anyhow::bail;
 use clap::Subcommand;
 use some_annotate::claims::{self, Claim};
-use some_annotate::emotions;
-use some_annotate::events;
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
-use some_annotate::questions;
+use some_annotate::{emotions, events, questions, summaries};
 use some_annotate::review::{self, Item};
-use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json};
+use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json, write_whole};
+use some_jobs::chat::ChatModel;
 use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, cluster_threshold as cluster_threshold_of};
 use some_jobs::queries::read_task_file;
 use some_jobs::release::{Release, ReleaseFile};
-use some_schemas::row::ColumnValue;
-use some_schemas::{JobKind, QueryRow, RefPostRow, Task, Timestamp, posts};
+use some_schemas::{JobKind, RefPostRow, Task, Timestamp};
 use some_workers::Lake;
 use some_workers::annotate::{self, EventsSpec};
 use some_workers::executor::{Executor, Look, Outcome, Work};
-use some_workers::queue::Queue;
 use some_workers::llm::{ClientSettings, chat_model, installed_embedder};
+use some_workers::queue::Queue;
 use some_workers::world::read_queries;
 
 use super::flags::{ModelFlags, RunFlags};
@@ -163,6 +162,29 @@ pub enum Annotate {
         #[arg(long)]
         replace: bool,
     },
+    /// SES: a summary of each sampled topic from its posts, refined over
+    /// rounds (the model checks the draft against the posts, naming what
+    /// is inaccurate and missing; the next draft fixes it); every round is
+    /// recorded beside the ground truth (rounds.jsonl). Where the lake's
+    /// SES queries cover a topic, the drafts are compared with their summary.
+    Summaries {
+        /// Topics sampled (among those with at least 5 posts).
+        #[arg(long, default_value_t = 3)]
+        topics: usize,
+        /// Check rounds at most.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[command(flatten)]
+        model: ModelFlags,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The folder to write `datasets/streaming_event_summary/ground_truth.json` into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Overwrite a ground-truth file that is there.
+        #[arg(long)]
+        replace: bool,
+    },
     /// Human review of the model-made annotations (RED, UEA) under OUT.
     #[command(subcommand)]
     Review(ReviewCmd),
@@ -273,13 +295,12 @@ impl Annotate {
                             Some(emotions::Comment { uid: i.uid, post_id: i.post_id, text, truth: None })
                         })
                         .collect(),
-                    None => emotions::world_comments(&timeline_posts(lake).await?, per_emotion, seed),
+                    None => emotions::world_comments(&annotate::timeline_posts(lake).await?, per_emotion, seed),
                 };
                 if comments.is_empty() {
                     bail!("no comments to label (a --comments file needs `comment` lines; a world needs timelines: `some synth`)");
                 }
-                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
+                let chat = chat(&model)?;
                 let started = std::time::Instant::now();
                 let mut usage = some_jobs::chat::Usage::default();
                 let labelled = emotions::label(chat.as_ref(), comments, rounds, temperature, seed, &mut usage).await?;
@@ -309,12 +330,11 @@ impl Annotate {
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
             Annotate::Questions { users, topics, per_subject, per_kind, model, seed, out, replace } => {
-                let sources = question_sources(lake, users, topics, seed).await?;
+                let sources = annotate::subjects(lake, users, topics, seed).await?;
                 if sources.is_empty() {
                     bail!("the lake has no timelines or topics to ask about: make a world with `some synth` or ingest a release");
                 }
-                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-                let chat = chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?;
+                let chat = chat(&model)?;
                 let settings = questions::Settings { per_subject, seed, ..questions::Settings::default() };
                 let started = std::time::Instant::now();
                 let mut usage = some_jobs::chat::Usage::default();
@@ -357,6 +377,67 @@ impl Annotate {
                 let path = write_json(&out, &ground_truth_path(Task::Smq), &questions::ground_truth(&pairs), replace)?;
                 let rows = read_task_file(Task::Smq, &path)?;
                 println!("SMQ: {} queries → {}", rows.len(), path.display());
+                println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
+            }
+            Annotate::Summaries { topics, rounds, model, seed, out, replace } => {
+                let reference: BTreeMap<String, String> = read_queries(lake)
+                    .await?
+                    .into_iter()
+                    .filter(|q| q.task == Task::Ses)
+                    .filter_map(|q| Some((q.topic?, q.reference?)))
+                    .collect();
+                // Every topic in a random order, those with a known summary first.
+                let mut all: Vec<summaries::Topic> = annotate::subjects(lake, 0, usize::MAX, seed)
+                    .await?
+                    .into_iter()
+                    .filter_map(|s| match s.subject {
+                        questions::Subject::Topic(name) => Some(summaries::Topic { name, posts: s.posts }),
+                        questions::Subject::User(_) => None,
+                    })
+                    .collect();
+                all.sort_by_key(|t| !reference.contains_key(&t.name));
+                let topics: Vec<summaries::Topic> = all.into_iter().take(topics).collect();
+                if topics.is_empty() {
+                    bail!("the lake has no topics with posts to summarise: make a world with `some synth` or ingest a release");
+                }
+                let chat = chat(&model)?;
+                let settings = summaries::Settings { rounds, seed, ..summaries::Settings::default() };
+                let started = std::time::Instant::now();
+                let mut usage = some_jobs::chat::Usage::default();
+                let made = summaries::summarise(chat.as_ref(), &topics, settings, &Bars::new(), &mut usage).await?;
+                for s in &made {
+                    let checks: Vec<String> = s
+                        .rounds
+                        .iter()
+                        .map(|r| match (&r.inaccuracies, &r.missing) {
+                            (Some(i), Some(m)) => format!("{} inaccurate, {} missing", i.len(), m.len()),
+                            _ => "unreadable".to_string(),
+                        })
+                        .collect();
+                    let compared = reference.get(&s.topic).map_or(String::new(), |r| {
+                        let first = s.rounds.first().map_or(s.summary.as_str(), |f| f.draft.as_str());
+                        format!(
+                            "; similarity to the world's summary: first draft {:.2}, final {:.2}",
+                            events::similarity(first, r),
+                            events::similarity(&s.summary, r)
+                        )
+                    });
+                    println!("SES {}: {} check rounds ({}){compared}", s.topic, s.rounds.len(), checks.join("; "));
+                }
+                println!(
+                    "SES: {} topics summarised by {} ({} + {} tokens, {:.0} s)",
+                    made.len(),
+                    chat.name(),
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    started.elapsed().as_secs_f64()
+                );
+                let path = write_json(&out, &ground_truth_path(Task::Ses), &summaries::ground_truth(&made), replace)?;
+                let rounds_path = path.with_file_name("rounds.jsonl");
+                let lines: String = made.iter().map(|s| format!("{}\n", serde_json::to_string(s).expect("summaries serialise"))).collect();
+                write_whole(&rounds_path, lines.as_bytes())?;
+                let rows = read_task_file(Task::Ses, &path)?;
+                println!("SES: {} queries → {} (rounds in {})", rows.len(), path.display(), rounds_path.display());
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
             Annotate::Review(cmd) => review(cmd)?,
@@ -484,7 +565,7 @@ async fn annotate_events(lake: &Lake, executor: &Executor, spec: &EventsSpec, ou
     let rows = read_task_file(Task::Red, &path)?;
     println!("RED: {} queries (one-hour windows with events) → {} ({:.0} s)", rows.len(), path.display(), started.elapsed().as_secs_f64());
 
-    let truth = red_truth(&read_queries(lake).await?, &spec.location);
+    let truth = events::truth(&read_queries(lake).await?, &spec.location);
     let in_scope = |key: &str| spec.days.iter().any(|d| key.starts_with(d.as_str()));
     if truth.keys().any(|k| in_scope(k)) {
         let m = events::measure(&ground_truth, &truth, &in_scope);
@@ -501,19 +582,6 @@ async fn annotate_events(lake: &Lake, executor: &Executor, spec: &EventsSpec, ou
     }
     println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The lake's RED queries of `location`: window key → each event's title and summary.
-fn red_truth(queries: &[QueryRow], location: &str) -> BTreeMap<String, Vec<String>> {
-    queries
-        .iter()
-        .filter(|q| q.task == Task::Red && q.location.as_deref() == Some(location))
-        .map(|q| {
-            let events: Vec<serde_json::Value> = q.reference.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
-            let texts = events.iter().map(|e| format!("{}{}", e["标题"].as_str().unwrap_or_default(), e["摘要"].as_str().unwrap_or_default()));
-            (q.source_key.clone(), texts.collect())
-        })
-        .collect()
 }
 
 /// `LABEL=N` caps, each label one of UEA's.
@@ -553,26 +621,10 @@ fn print_agreement(labelled: &[emotions::Labelled]) {
     );
 }
 
-/// Every timeline post of the lake's world: (post id, author, text).
-async fn timeline_posts(lake: &Lake) -> anyhow::Result<Vec<(String, String, String)>> {
-    let sql = format!(
-        "SELECT {}, {}, {} FROM {} WHERE {} = 'weibo'",
-        posts::post_id,
-        posts::uid,
-        posts::content,
-        posts::TABLE,
-        posts::source
-    );
-    let mut out = Vec::new();
-    for batch in lake.sql(&sql).await? {
-        let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
-        for ((id, uid), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
-            if let (Some(id), Some(uid), Some(content)) = (id, uid, content) {
-                out.push((id, uid, content));
-            }
-        }
-    }
-    Ok(out)
+/// The model of `--model` (and `--endpoint`), on all cores if built in.
+fn chat(model: &ModelFlags) -> anyhow::Result<Arc<dyn ChatModel>> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Ok(chat_model(&model.model, &model.endpoints, &ClientSettings::default(), threads)?)
 }
 
 /// The items of a task beside its ground truth under `out`.
@@ -584,16 +636,8 @@ fn items_path(out: &Path, task: Task) -> PathBuf {
 fn write_annotations(out: &Path, task: Task, items: &[Item], replace: bool) -> anyhow::Result<(PathBuf, serde_json::Value)> {
     let ground_truth = review::ground_truth(task, items);
     let path = write_json(out, &ground_truth_path(task), &ground_truth, replace)?;
-    write_text(&items_path(out, task), &review::items_jsonl(items))?;
+    write_whole(&items_path(out, task), review::items_jsonl(items).as_bytes())?;
     Ok((path, ground_truth))
-}
-
-/// Writes a file whole or not at all.
-fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
-    let partial = path.with_extension("partial");
-    std::fs::write(&partial, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", partial.display()))?;
-    std::fs::rename(&partial, path).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
-    Ok(())
 }
 
 fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
@@ -610,8 +654,8 @@ fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
             std::fs::create_dir_all(&folder)?;
             let name = task.code().to_ascii_lowercase();
             let (jsonl, csv) = (folder.join(format!("{name}.jsonl")), folder.join(format!("{name}.csv")));
-            write_text(&jsonl, &review::export_jsonl(task, &items))?;
-            std::fs::write(&csv, review::export_csv(task, &items))?;
+            write_whole(&jsonl, review::export_jsonl(task, &items).as_bytes())?;
+            write_whole(&csv, &review::export_csv(task, &items))?;
             println!("{} {task} annotations for review → {} and {}", items.len(), jsonl.display(), csv.display());
         }
         ReviewCmd::Import { out, file, task, annotator } => {
@@ -631,7 +675,7 @@ fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
             std::fs::create_dir_all(out.join("review"))?;
             let mut all = std::fs::read_to_string(&changes_path).unwrap_or_default();
             all.push_str(&log);
-            write_text(&changes_path, &all)?;
+            write_whole(&changes_path, all.as_bytes())?;
             let (gt, _) = write_annotations(&out, task, &items, true)?;
             let kept = items.iter().filter(|i| i.keep).count();
             println!(
@@ -645,38 +689,4 @@ fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Sampled users and topics (with at least 5 posts), each with its posts in
-/// time order.
-async fn question_sources(lake: &Lake, users: usize, topics: usize, seed: u64) -> anyhow::Result<Vec<questions::Source>> {
-    let grouped = |source: &str, key: &'static str| {
-        format!(
-            "SELECT {key}, {title}, {content} FROM {table} WHERE {src} = '{source}' AND {key} IS NOT NULL ORDER BY {key}, {at}, {id}",
-            title = posts::title,
-            content = posts::content,
-            table = posts::TABLE,
-            src = posts::source,
-            at = posts::published_at,
-            id = posts::post_id,
-        )
-    };
-    let mut out = Vec::new();
-    for (source, key, n, subject) in [
-        ("weibo", posts::uid, users, questions::Subject::User as fn(String) -> questions::Subject),
-        ("topic", posts::topic, topics, questions::Subject::Topic),
-    ] {
-        let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for batch in lake.sql(&grouped(source, key)).await? {
-            let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(anyhow::Error::msg);
-            for ((k, title), content) in text(0)?.into_iter().zip(text(1)?).zip(text(2)?) {
-                let post = [title.unwrap_or_default(), content.unwrap_or_default()].join(" ").trim().to_string();
-                if let Some(k) = k.filter(|k| !k.is_empty() && !post.is_empty()) {
-                    by_key.entry(k).or_default().push(post);
-                }
-            }
-        }
-        out.extend(questions::sample_subjects(by_key, n, seed, subject));
-    }
-    Ok(out)
 }

@@ -1,0 +1,174 @@
+//! SES: an event summary per topic, refined over rounds as the paper's
+//! annotators did: a draft from the topic's posts, then, each round, the
+//! model checks the draft against the posts and names what is inaccurate
+//! and what is missing, and the next draft fixes it; a round that finds
+//! nothing ends the refinement. Every round is recorded.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::progress::Progress;
+
+const DRAFT: &str = include_str!("../prompts/ses_draft.txt");
+const CHECK: &str = include_str!("../prompts/ses_check.txt");
+const REVISE: &str = include_str!("../prompts/ses_revise.txt");
+
+/// A topic and its posts in time order.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub name: String,
+    pub posts: Vec<String>,
+}
+
+/// One round: the draft checked and what the check found (none: the
+/// check's reply could not be read, which ends the refinement).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    pub draft: String,
+    pub inaccuracies: Option<Vec<String>>,
+    pub missing: Option<Vec<String>>,
+}
+
+/// A topic's summary and how it got there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub topic: String,
+    pub rounds: Vec<Round>,
+    /// The last draft.
+    pub summary: String,
+}
+
+/// How many check rounds at most, how many posts the model reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub rounds: usize,
+    pub shown: usize,
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { rounds: 3, shown: 30, seed: 0 }
+    }
+}
+
+fn posts_block(posts: &[String], shown: usize) -> String {
+    posts.iter().take(shown).enumerate().map(|(i, p)| format!("{}. {}", i + 1, p.split_whitespace().collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("\n")
+}
+
+async fn ask(model: &dyn ChatModel, prompt: String, schema: Option<Value>, settings: Settings, usage: &mut Usage) -> Result<String, ModelError> {
+    let request = ChatRequest {
+        messages: vec![Message::user(prompt)],
+        temperature: Some(0.0),
+        seed: Some(settings.seed),
+        max_tokens: Some(400),
+        response_format: schema.map(|s| JsonSchema::new("ses_check", s)),
+        ..ChatRequest::default()
+    };
+    let response = model.chat(&request).await?;
+    *usage += response.usage;
+    Ok(response.content.trim().to_string())
+}
+
+/// What a check found: (inaccuracies, missing), if its reply can be read.
+fn read_check(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let object: Map<String, Value> = serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()?;
+    let list = |name: &str| -> Option<Vec<String>> {
+        Some(object.get(name)?.as_array()?.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect())
+    };
+    Some((list("inaccuracies")?, list("missing")?))
+}
+
+/// Summarises each topic, refining each draft for at most `settings.rounds` checks.
+pub async fn summarise(
+    model: &dyn ChatModel,
+    topics: &[Topic],
+    settings: Settings,
+    progress: &dyn Progress,
+    usage: &mut Usage,
+) -> Result<Vec<Summary>, ModelError> {
+    let text = |n: u32| json!({"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": n}});
+    let schema = json!({
+        "type": "object",
+        "properties": {"inaccuracies": text(60), "missing": text(60)},
+        "required": ["inaccuracies", "missing"],
+        "additionalProperties": false
+    });
+    progress.phase(&format!("topics summarised by {}", model.name()), Some(topics.len() as u64));
+    let mut out = Vec::new();
+    for topic in topics {
+        let block = posts_block(&topic.posts, settings.shown);
+        let fill = |template: &str| {
+            template.replace("{topic}", &topic.name).replace("{count}", &topic.posts.len().min(settings.shown).to_string()).replace("{posts}", &block)
+        };
+        let mut draft = ask(model, fill(DRAFT), None, settings, usage).await?;
+        let mut rounds = Vec::new();
+        for _ in 0..settings.rounds {
+            let reply = ask(model, fill(CHECK).replace("{draft}", &draft), Some(schema.clone()), settings, usage).await?;
+            let Some((inaccuracies, missing)) = read_check(&reply) else {
+                rounds.push(Round { draft: draft.clone(), inaccuracies: None, missing: None });
+                break;
+            };
+            let clean = inaccuracies.is_empty() && missing.is_empty();
+            let problems: Vec<String> =
+                inaccuracies.iter().map(|i| format!("不符：{i}")).chain(missing.iter().map(|m| format!("遗漏：{m}"))).collect();
+            rounds.push(Round { draft: draft.clone(), inaccuracies: Some(inaccuracies), missing: Some(missing) });
+            if clean {
+                break;
+            }
+            let revised = ask(model, fill(REVISE).replace("{draft}", &draft).replace("{problems}", &problems.join("\n")), None, settings, usage).await?;
+            if !revised.is_empty() {
+                draft = revised;
+            }
+        }
+        out.push(Summary { topic: topic.name.clone(), rounds, summary: draft });
+        progress.advance(1);
+    }
+    progress.finish();
+    Ok(out)
+}
+
+/// SES's ground truth: `{topic: summary}`.
+pub fn ground_truth(summaries: &[Summary]) -> Value {
+    Value::Object(summaries.iter().filter(|s| !s.summary.is_empty()).map(|s| (s.topic.clone(), json!(s.summary))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use some_jobs::progress::NoProgress;
+    use some_jobs::testing::{ScriptedModel, reply};
+
+    use super::*;
+
+    #[test]
+    fn a_draft_is_checked_and_revised_until_a_check_finds_nothing() {
+        let topics = vec![Topic { name: "地铁开通".into(), posts: vec!["5月1日，北京地铁17号线开通。".into()] }];
+        let replies = vec![
+            reply("地铁开通了。"),
+            reply(r#"{"inaccuracies": [], "missing": ["日期", "线路"]}"#),
+            reply("5月1日，北京地铁17号线开通。"),
+            reply(r#"{"inaccuracies": [], "missing": []}"#),
+        ];
+        let model = ScriptedModel::replies("scripted", replies, |_| reply("不该再问"));
+        let mut usage = Usage::default();
+        let made = futures::executor::block_on(summarise(&model, &topics, Settings::default(), &NoProgress, &mut usage)).unwrap();
+        let s = &made[0];
+        assert_eq!(s.summary, "5月1日，北京地铁17号线开通。");
+        assert_eq!(s.rounds.len(), 2, "the second check found nothing");
+        assert_eq!(s.rounds[0].missing.as_deref(), Some(&["日期".to_string(), "线路".to_string()][..]));
+        let revise = &model.requests()[2].messages[0].content;
+        assert!(revise.contains("遗漏：日期") && revise.contains("地铁开通了。"), "the revision is told what the check found");
+        assert_eq!(model.requests().len(), 4);
+        assert_eq!(ground_truth(&made), json!({"地铁开通": "5月1日，北京地铁17号线开通。"}));
+    }
+
+    #[test]
+    fn an_unreadable_check_ends_the_refinement_and_is_recorded() {
+        let topics = vec![Topic { name: "t".into(), posts: vec!["p".into()] }];
+        let model = ScriptedModel::replies("scripted", vec![reply("草稿"), reply("看起来不错")], |_| reply("不该再问"));
+        let mut usage = Usage::default();
+        let made = futures::executor::block_on(summarise(&model, &topics, Settings::default(), &NoProgress, &mut usage)).unwrap();
+        assert_eq!(made[0].rounds, [Round { draft: "草稿".into(), inaccuracies: None, missing: None }]);
+        assert_eq!(made[0].summary, "草稿");
+    }
+}
