@@ -19,7 +19,7 @@ use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, U
 use some_jobs::synth::signals::REACTIONS;
 use some_jobs::tasks::EMOTIONS;
 
-use crate::prompt_id;
+use crate::{prompt_id, reply_object};
 use crate::review::Item;
 
 const PROMPT: &str = include_str!("../prompts/uea_emotion.txt");
@@ -55,12 +55,7 @@ fn schema() -> Value {
 /// The emotion a reply names: its JSON `emotion`, else the one label its
 /// text contains (none if it contains several or none).
 fn read_vote(text: &str) -> Option<&'static str> {
-    let from_json = text
-        .find('{')
-        .zip(text.rfind('}'))
-        .and_then(|(a, b)| text.get(a..=b))
-        .and_then(|o| serde_json::from_str::<Value>(o).ok())
-        .and_then(|v| v.get("emotion").and_then(Value::as_str).map(str::to_string));
+    let from_json = reply_object(text).and_then(|v| v.get("emotion").and_then(Value::as_str).map(str::to_string));
     if let Some(named) = from_json {
         return EMOTIONS.iter().copied().find(|e| *e == named.trim());
     }

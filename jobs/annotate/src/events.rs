@@ -20,7 +20,7 @@ use some_jobs::progress::Progress;
 use some_jobs::tools::{BackendError, KernelService};
 use some_schemas::{QueryRow, Task, Timestamp};
 
-use crate::prompt_id;
+use crate::{one_line, prompt_id, reply_object};
 use crate::review::Item;
 
 const PROMPT: &str = include_str!("../prompts/red_event.txt");
@@ -208,7 +208,7 @@ async fn ask(model: &dyn ChatModel, prompt: &str, seed: u64, usage: &mut Usage) 
 /// The reply's JSON object (the first `{` to the last `}`), if it says
 /// whether there is an event and, if so, gives a title and a content.
 fn read_reply(text: &str) -> Option<Reply> {
-    let object: Map<String, Value> = serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()?;
+    let object = reply_object(text)?;
     let field = |name: &str| object.get(name).and_then(Value::as_str).map(|s| s.trim().to_string()).unwrap_or_default();
     match object.get("event")?.as_bool()? {
         false => Some(Reply::NotEvent),
@@ -232,11 +232,6 @@ fn windows(posts: &[Post], members: &[usize], min: usize) -> Vec<Timestamp> {
     }
     let top = per_hour.values().copied().max().unwrap_or(0);
     per_hour.into_iter().find(|(_, n)| *n == top).map(|(h, _)| vec![Timestamp(h)]).unwrap_or_default()
-}
-
-fn one_line(text: &str, n: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= n { line } else { format!("{}…", line.chars().take(n - 1).collect::<String>()) }
 }
 
 /// A RED query key: `start_end_location`, one hour.

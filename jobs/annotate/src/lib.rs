@@ -72,6 +72,22 @@ pub const KNOWLEDGE_PATH: &str = "database/knowledge_data/knowledge_base.json";
 #[cfg(test)]
 mod tests;
 
+/// The JSON object in a model's reply: from its first `{` to its last `}`
+/// (small models wrap it in prose or a code fence).
+pub(crate) fn reply_object(text: &str) -> Option<serde_json::Map<String, Value>> {
+    serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()
+}
+
+/// A text on one line, at most `n` characters (an ellipsis where cut).
+pub(crate) fn one_line(text: &str, n: usize) -> String {
+    some_jobs::render::cut(&text.split_whitespace().collect::<Vec<_>>().join(" "), n)
+}
+
+/// The first `shown` posts as a numbered list for a prompt, one a line.
+pub(crate) fn numbered(posts: &[String], shown: usize) -> String {
+    posts.iter().take(shown).enumerate().map(|(i, p)| format!("{}. {}", i + 1, one_line(p, usize::MAX))).collect::<Vec<_>>().join("\n")
+}
+
 /// A prompt's identity in provenance: the first 12 hex digits of its SHA-256.
 pub fn prompt_id(template: &str) -> String {
     use sha2::{Digest, Sha256};

@@ -18,6 +18,8 @@ use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
 use some_jobs::progress::Progress;
 
+use crate::{numbered, reply_object};
+
 const GENERATE: &str = include_str!("../prompts/smq_generate.txt");
 const SPECIFIC: &str = include_str!("../prompts/smq_specific.txt");
 const NO_DATA: &str = include_str!("../prompts/smq_no_data.txt");
@@ -104,10 +106,6 @@ impl Default for Settings {
     }
 }
 
-fn posts_block(posts: &[String], shown: usize) -> String {
-    posts.iter().take(shown).enumerate().map(|(i, p)| format!("{}. {}", i + 1, p.split_whitespace().collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("\n")
-}
-
 /// One call under a JSON schema; the reply's object, if it parses.
 async fn ask_json(model: &dyn ChatModel, prompt: String, schema: Value, seed: u64, max_tokens: u32, usage: &mut Usage) -> Result<Option<Map<String, Value>>, ModelError> {
     let request = ChatRequest {
@@ -120,9 +118,7 @@ async fn ask_json(model: &dyn ChatModel, prompt: String, schema: Value, seed: u6
     };
     let response = model.chat(&request).await?;
     *usage += response.usage;
-    let text = &response.content;
-    let object = text.find('{').zip(text.rfind('}')).and_then(|(a, b)| text.get(a..=b)).and_then(|o| serde_json::from_str(o).ok());
-    Ok(object)
+    Ok(reply_object(&response.content))
 }
 
 async fn ask_bool(model: &dyn ChatModel, prompt: String, field: &str, seed: u64, usage: &mut Usage) -> Result<Option<bool>, ModelError> {
@@ -169,7 +165,7 @@ pub async fn generate(
         }
     };
     for (i, source) in sources.iter().enumerate() {
-        let block = posts_block(&source.posts, settings.shown);
+        let block = numbered(&source.posts, settings.shown);
         let prompt = GENERATE
             .replace("{subject}", &source.subject.described())
             .replace("{count}", &source.posts.len().min(settings.shown).to_string())
@@ -255,7 +251,7 @@ pub async fn check_supported(judge: &dyn ChatModel, pairs: &[Pair], sources: &[S
     let mut out = Vec::new();
     for p in pairs.iter().filter(|p| p.verdict == Verdict::Kept) {
         let prompt = SUPPORTED
-            .replace("{posts}", &posts_block(&sources[p.source].posts, settings.shown))
+            .replace("{posts}", &numbered(&sources[p.source].posts, settings.shown))
             .replace("{question}", &p.question)
             .replace("{answer}", &p.answer);
         out.push(ask_bool(judge, prompt, "supported", settings.seed, usage).await?);

@@ -5,9 +5,11 @@
 //! nothing ends the refinement. Every round is recorded.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
 use some_jobs::progress::Progress;
+
+use crate::{numbered, reply_object};
 
 const DRAFT: &str = include_str!("../prompts/ses_draft.txt");
 const CHECK: &str = include_str!("../prompts/ses_check.txt");
@@ -27,7 +29,15 @@ pub struct Round {
     pub draft: String,
     pub inaccuracies: Option<Vec<String>>,
     pub missing: Option<Vec<String>>,
+    /// Why the round ended the refinement although it found problems: the
+    /// revision changed nothing, or repeated the prompt instead of a summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
+
+/// A line of the revision prompt that a summary never contains: a revision
+/// holding it echoed the prompt.
+const PROMPT_ECHO: &str = "核对发现的问题";
 
 /// A topic's summary and how it got there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,10 +62,6 @@ impl Default for Settings {
     }
 }
 
-fn posts_block(posts: &[String], shown: usize) -> String {
-    posts.iter().take(shown).enumerate().map(|(i, p)| format!("{}. {}", i + 1, p.split_whitespace().collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("\n")
-}
-
 async fn ask(model: &dyn ChatModel, prompt: String, schema: Option<Value>, settings: Settings, usage: &mut Usage) -> Result<String, ModelError> {
     let request = ChatRequest {
         messages: vec![Message::user(prompt)],
@@ -72,7 +78,7 @@ async fn ask(model: &dyn ChatModel, prompt: String, schema: Option<Value>, setti
 
 /// What a check found: (inaccuracies, missing), if its reply can be read.
 fn read_check(text: &str) -> Option<(Vec<String>, Vec<String>)> {
-    let object: Map<String, Value> = serde_json::from_str(text.get(text.find('{')?..=text.rfind('}')?)?).ok()?;
+    let object = reply_object(text)?;
     let list = |name: &str| -> Option<Vec<String>> {
         Some(object.get(name)?.as_array()?.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect())
     };
@@ -97,7 +103,7 @@ pub async fn summarise(
     progress.phase(&format!("topics summarised by {}", model.name()), Some(topics.len() as u64));
     let mut out = Vec::new();
     for topic in topics {
-        let block = posts_block(&topic.posts, settings.shown);
+        let block = numbered(&topic.posts, settings.shown);
         let fill = |template: &str| {
             template.replace("{topic}", &topic.name).replace("{count}", &topic.posts.len().min(settings.shown).to_string()).replace("{posts}", &block)
         };
@@ -106,20 +112,31 @@ pub async fn summarise(
         for _ in 0..settings.rounds {
             let reply = ask(model, fill(CHECK).replace("{draft}", &draft), Some(schema.clone()), settings, usage).await?;
             let Some((inaccuracies, missing)) = read_check(&reply) else {
-                rounds.push(Round { draft: draft.clone(), inaccuracies: None, missing: None });
+                rounds.push(Round { draft: draft.clone(), inaccuracies: None, missing: None, stopped: None });
                 break;
             };
             let clean = inaccuracies.is_empty() && missing.is_empty();
             let problems: Vec<String> =
                 inaccuracies.iter().map(|i| format!("不符：{i}")).chain(missing.iter().map(|m| format!("遗漏：{m}"))).collect();
-            rounds.push(Round { draft: draft.clone(), inaccuracies: Some(inaccuracies), missing: Some(missing) });
+            let mut round = Round { draft: draft.clone(), inaccuracies: Some(inaccuracies), missing: Some(missing), stopped: None };
             if clean {
+                rounds.push(round);
                 break;
             }
             let revised = ask(model, fill(REVISE).replace("{draft}", &draft).replace("{problems}", &problems.join("\n")), None, settings, usage).await?;
-            if !revised.is_empty() {
-                draft = revised;
+            round.stopped = if revised.is_empty() || revised == draft {
+                Some("the revision changed nothing".into())
+            } else if revised.contains(PROMPT_ECHO) {
+                Some("the revision repeated the prompt; the draft is kept".into())
+            } else {
+                None
+            };
+            let stop = round.stopped.is_some();
+            rounds.push(round);
+            if stop {
+                break;
             }
+            draft = revised;
         }
         out.push(Summary { topic: topic.name.clone(), rounds, summary: draft });
         progress.advance(1);
@@ -163,12 +180,26 @@ mod tests {
     }
 
     #[test]
+    fn a_revision_that_echoes_the_prompt_or_changes_nothing_ends_it_keeping_the_draft() {
+        let topics = vec![Topic { name: "t".into(), posts: vec!["p".into()] }];
+        let found = r#"{"inaccuracies": ["x"], "missing": []}"#;
+        for (revision, why) in [("草稿", "changed nothing"), ("草稿\n核对发现的问题：\n不符：x", "repeated the prompt")] {
+            let model = ScriptedModel::replies("scripted", vec![reply("草稿"), reply(found), reply(revision)], |_| reply("不该再问"));
+            let mut usage = Usage::default();
+            let made = futures::executor::block_on(summarise(&model, &topics, Settings::default(), &NoProgress, &mut usage)).unwrap();
+            assert_eq!(made[0].summary, "草稿");
+            assert_eq!(made[0].rounds.len(), 1);
+            assert!(made[0].rounds[0].stopped.as_deref().is_some_and(|s| s.contains(why)), "{:?}", made[0].rounds);
+        }
+    }
+
+    #[test]
     fn an_unreadable_check_ends_the_refinement_and_is_recorded() {
         let topics = vec![Topic { name: "t".into(), posts: vec!["p".into()] }];
         let model = ScriptedModel::replies("scripted", vec![reply("草稿"), reply("看起来不错")], |_| reply("不该再问"));
         let mut usage = Usage::default();
         let made = futures::executor::block_on(summarise(&model, &topics, Settings::default(), &NoProgress, &mut usage)).unwrap();
-        assert_eq!(made[0].rounds, [Round { draft: "草稿".into(), inaccuracies: None, missing: None }]);
+        assert_eq!(made[0].rounds, [Round { draft: "草稿".into(), inaccuracies: None, missing: None, stopped: None }]);
         assert_eq!(made[0].summary, "草稿");
     }
 }

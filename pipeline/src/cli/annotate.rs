@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::bail;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use some_annotate::claims::{self, Claim};
 use some_annotate::interactions::{self, Index};
 use some_annotate::sampling::{self, Annotated, check_rules};
@@ -60,12 +60,8 @@ pub enum Annotate {
         /// The same seed and data give the same queries.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The folder to write `datasets/<task folder>/ground_truth.json` into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite ground-truth files that are there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// RED: each day's posts of a location clustered with the tools'
     /// clustering, each cluster of at least --min-posts kept or dropped
@@ -95,12 +91,8 @@ pub enum Annotate {
         /// Where the location-days run (one job each), the model calls, the kernels.
         #[command(flatten)]
         run: RunFlags,
-        /// The folder to write `datasets/realtime_event_detection/ground_truth.json` into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite a ground-truth file that is there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// UEA: each comment's emotion by --rounds votes of the model and a
     /// majority (a comment without one is a tie, kept out of the queries);
@@ -127,12 +119,8 @@ pub enum Annotate {
         cap: Vec<String>,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The folder to write `datasets/user_emotion_analysis/ground_truth.json` into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite a ground-truth file that is there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// SMQ: the model writes questions about sampled users' and topics'
     /// posts; those it calls vague (shown the posts) or answers alike with
@@ -155,12 +143,8 @@ pub enum Annotate {
         model: ModelFlags,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The folder to write `datasets/social_media_question_answering/ground_truth.json` into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite a ground-truth file that is there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// SES: a summary of each sampled topic from its posts, refined over
     /// rounds (the model checks the draft against the posts, naming what
@@ -178,12 +162,8 @@ pub enum Annotate {
         model: ModelFlags,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The folder to write `datasets/streaming_event_summary/ground_truth.json` into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite a ground-truth file that is there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Human review of the model-made annotations (RED, UEA) under OUT.
     #[command(subcommand)]
@@ -199,13 +179,22 @@ pub enum Annotate {
         /// A RAWFC split folder (one JSON file per claim); repeatable.
         #[arg(long)]
         rawfc: Vec<PathBuf>,
-        /// The folder to write into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Overwrite files that are there.
-        #[arg(long)]
-        replace: bool,
+        #[command(flatten)]
+        output: Output,
     },
+}
+
+/// Where an annotation is written: `OUT/datasets/<task folder>/` (the
+/// ground truth and, beside it, the annotation's own records) and
+/// `OUT/database/` for world data.
+#[derive(Debug, Args)]
+pub struct Output {
+    /// The output folder.
+    #[arg(long)]
+    out: PathBuf,
+    /// Overwrite files that are there.
+    #[arg(long)]
+    replace: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,7 +226,7 @@ pub enum ReviewCmd {
 impl Annotate {
     pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
         match self {
-            Annotate::Interactions { interactions, posts, tasks, ubp_per_type, ucs, mcr, seed, out, replace } => {
+            Annotate::Interactions { interactions, posts, tasks, ubp_per_type, ucs, mcr, seed, output: Output { out, replace } } => {
                 if let Some(task) = tasks.iter().find(|t| ![Task::Ubp, Task::Ucs, Task::Mcr].contains(t)) {
                     bail!("{task} is not drawn from interactions: --tasks takes ubp, ucs and mcr");
                 }
@@ -259,7 +248,7 @@ impl Annotate {
                 }
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
-            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, run, out, replace } => {
+            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, run, output: Output { out, replace } } => {
                 for day in &days {
                     if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
                         bail!("--days: {day:?} is not a YYYY-MM-DD date");
@@ -282,7 +271,7 @@ impl Annotate {
                 }
                 return annotate_events(lake, &executor, &spec, &out, replace).await;
             }
-            Annotate::Emotions { comments, per_emotion, model, rounds, temperature, cap, seed, out, replace } => {
+            Annotate::Emotions { comments, per_emotion, model, rounds, temperature, cap, seed, output: Output { out, replace } } => {
                 let caps = caps(&cap)?;
                 if rounds == 0 {
                     bail!("--rounds must be at least 1");
@@ -329,7 +318,7 @@ impl Annotate {
                 println!("UEA: {} queries ({}) → {}", rows.len(), per_label.join(", "), path.display());
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
-            Annotate::Questions { users, topics, per_subject, per_kind, model, seed, out, replace } => {
+            Annotate::Questions { users, topics, per_subject, per_kind, model, seed, output: Output { out, replace } } => {
                 let sources = annotate::subjects(lake, users, topics, seed).await?;
                 if sources.is_empty() {
                     bail!("the lake has no timelines or topics to ask about: make a world with `some synth` or ingest a release");
@@ -379,7 +368,7 @@ impl Annotate {
                 println!("SMQ: {} queries → {}", rows.len(), path.display());
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
-            Annotate::Summaries { topics, rounds, model, seed, out, replace } => {
+            Annotate::Summaries { topics, rounds, model, seed, output: Output { out, replace } } => {
                 let reference: BTreeMap<String, String> = read_queries(lake)
                     .await?
                     .into_iter()
@@ -409,8 +398,9 @@ impl Annotate {
                     let checks: Vec<String> = s
                         .rounds
                         .iter()
-                        .map(|r| match (&r.inaccuracies, &r.missing) {
-                            (Some(i), Some(m)) => format!("{} inaccurate, {} missing", i.len(), m.len()),
+                        .map(|r| match (&r.inaccuracies, &r.missing, &r.stopped) {
+                            (Some(i), Some(m), None) => format!("{} inaccurate, {} missing", i.len(), m.len()),
+                            (Some(i), Some(m), Some(why)) => format!("{} inaccurate, {} missing; stopped: {why}", i.len(), m.len()),
                             _ => "unreadable".to_string(),
                         })
                         .collect();
@@ -441,7 +431,7 @@ impl Annotate {
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
             Annotate::Review(cmd) => review(cmd)?,
-            Annotate::Claims { liar_raw, rawfc, out, replace } => {
+            Annotate::Claims { liar_raw, rawfc, output: Output { out, replace } } => {
                 if liar_raw.is_empty() && rawfc.is_empty() {
                     bail!("name at least one source: --liar-raw FILE or --rawfc DIR");
                 }
