@@ -42,7 +42,11 @@ fn queries_drawn_from_a_world_s_interactions_keep_their_rules_and_import_as_writ
 fn a_bad_interactions_file_is_refused_whole_and_nothing_is_written() {
     let (dir, lake) = lake_with_world();
     let file = dir.path().join("interactions.jsonl");
-    std::fs::write(&file, "{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"like\"}\n{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"love\"}\n").unwrap();
+    std::fs::write(
+        &file,
+        "{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"like\"}\n{\"uid\": \"1\", \"post_id\": \"2\", \"kind\": \"love\"}\n",
+    )
+    .unwrap();
     let out = dir.path().join("annotated");
     let run = some(&lake, &[], &["annotate", "interactions", "--interactions", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_ne!(run.status, 0);
@@ -157,7 +161,8 @@ fn emotions_are_voted_on_and_measured_against_the_world_s() {
 
     let bad = out.join("review/bad.csv");
     std::fs::write(&bad, sheet.replacen(",悲伤,", ",开心,", 1)).unwrap();
-    let refused = some(&lake, &[], &["annotate", "review", "import", out_arg, bad.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]);
+    let refused =
+        some(&lake, &[], &["annotate", "review", "import", out_arg, bad.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]);
     assert_ne!(refused.status, 0);
     assert!(refused.stderr.contains("line 2.emotion") && refused.stderr.contains("unknown label \"开心\""), "{}", refused.stderr);
     assert_eq!(std::fs::read(&ground_truth).unwrap(), before, "a refused file changes nothing");
@@ -165,15 +170,26 @@ fn emotions_are_voted_on_and_measured_against_the_world_s() {
 
     let edited = out.join("review/edited.csv");
     std::fs::write(&edited, sheet.replacen(",悲伤,", ",恐惧,", 1).replacen(",yes,", ",no,", 2).replacen(",no,", ",yes,", 1)).unwrap();
-    let imported = some(&lake, &[], &["annotate", "review", "import", out_arg, edited.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]).ok();
+    let imported =
+        some(&lake, &[], &["annotate", "review", "import", out_arg, edited.to_str().unwrap(), "--task", "uea", "--annotator", "ann"]).ok();
     assert!(imported.stdout.contains("3 lines reviewed by ann: 2 changes recorded"), "{}", imported.stdout);
     let changes = std::fs::read_to_string(out.join("review/changes.jsonl")).unwrap();
     let changes: Vec<serde_json::Value> = changes.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!((changes[0]["field"].as_str(), changes[0]["old"].as_str(), changes[0]["new"].as_str()), (Some("emotion"), Some("悲伤"), Some("恐惧")));
-    assert_eq!((changes[1]["field"].as_str(), changes[1]["new"].as_str(), changes[1]["annotator"].as_str()), (Some("keep"), Some("no"), Some("ann")));
+    assert_eq!(
+        (changes[0]["field"].as_str(), changes[0]["old"].as_str(), changes[0]["new"].as_str()),
+        (Some("emotion"), Some("悲伤"), Some("恐惧"))
+    );
+    assert_eq!(
+        (changes[1]["field"].as_str(), changes[1]["new"].as_str(), changes[1]["annotator"].as_str()),
+        (Some("keep"), Some("no"), Some("ann"))
+    );
     let again = dir.path().join("again").to_str().unwrap().to_string();
     some(&again, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
-    assert_eq!(csv(&again, "SELECT label, count(*) AS n FROM queries GROUP BY label ORDER BY label"), "label,n\n恐惧,1\n悲伤,1\n", "UTF-8 byte order");
+    assert_eq!(
+        csv(&again, "SELECT label, count(*) AS n FROM queries GROUP BY label ORDER BY label"),
+        "label,n\n恐惧,1\n悲伤,1\n",
+        "UTF-8 byte order"
+    );
 }
 
 /// A stand-in model for SMQ: one question per subject, specific, unknown
@@ -278,12 +294,16 @@ fn topic_summaries_are_refined_over_recorded_rounds() {
     let out = dir.path().join("ses");
     let args = ["annotate", "summaries", "--topics", "2", "--model", "scripted", "--endpoint", &endpoint.url];
     let made = some(&lake, &[], &[&args[..], &["--out", out.to_str().unwrap()]].concat()).ok();
-    let rounds = made.stdout.matches("2 check rounds (0 inaccurate, 1 missing; 0 inaccurate, 0 missing); similarity to the world's summary").count();
+    let rounds =
+        made.stdout.matches("2 check rounds (0 inaccurate, 1 missing; 0 inaccurate, 0 missing); similarity to the world's summary").count();
     assert_eq!(rounds, 2, "{}", made.stdout);
     let recorded = std::fs::read_to_string(out.join("datasets/streaming_event_summary/rounds.jsonl")).unwrap();
     let first: serde_json::Value = serde_json::from_str(recorded.lines().next().unwrap()).unwrap();
     assert_eq!((first["rounds"][0]["draft"].as_str(), first["summary"].as_str()), (Some("初稿"), Some("改好的摘要")));
     let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
     some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
-    assert_eq!(csv(&fresh, "SELECT reference, count(*) AS n FROM queries WHERE task = 'SES' GROUP BY reference"), "reference,n\n改好的摘要,2\n");
+    assert_eq!(
+        csv(&fresh, "SELECT reference, count(*) AS n FROM queries WHERE task = 'SES' GROUP BY reference"),
+        "reference,n\n改好的摘要,2\n"
+    );
 }

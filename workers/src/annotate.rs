@@ -108,7 +108,10 @@ pub async fn collect(lake: &Lake, spec: &EventsSpec) -> Result<Vec<DayEvents>> {
             .await?
             .ok_or_else(|| Error::Invalid(format!("annotation {id}: {} {day} is not written yet", spec.location)))?;
         let row = rows.into_iter().next().ok_or_else(|| Error::Invalid(format!("annotation {id}: the file of {day} is empty")))?;
-        out.push(serde_json::from_str(&row.body).map_err(|e| Error::Invalid(format!("annotation {id}: the file of {day} cannot be read: {e}")))?);
+        out.push(
+            serde_json::from_str(&row.body)
+                .map_err(|e| Error::Invalid(format!("annotation {id}: the file of {day} cannot be read: {e}")))?,
+        );
     }
     Ok(out)
 }
@@ -161,7 +164,8 @@ pub async fn day_posts(lake: &Lake, location: &str, day: &str) -> Result<Vec<Pos
 
 /// Every timeline post of the lake's world: (post id, author, text).
 pub async fn timeline_posts(lake: &Lake) -> Result<Vec<(String, String, String)>> {
-    let sql = format!("SELECT {}, {}, {} FROM {} WHERE {} = 'weibo'", posts::post_id, posts::uid, posts::content, posts::TABLE, posts::source);
+    let sql =
+        format!("SELECT {}, {}, {} FROM {} WHERE {} = 'weibo'", posts::post_id, posts::uid, posts::content, posts::TABLE, posts::source);
     let mut out = Vec::new();
     for batch in lake.sql(&sql).await? {
         let text = |i: usize| <String as ColumnValue>::from_array(batch.column(i).as_ref()).map_err(Error::Invalid);
@@ -247,13 +251,23 @@ impl AnnotateJobs {
             let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
             vectors.extend(embedder.embed(&texts, Purpose::Document).await?.into_iter().flatten());
         }
-        let found = events::detect(&spec.location, day, &posts, &vectors, embedder.dim(), self.kernels.as_ref(), chat.as_ref().as_ref(), spec.settings(), &NoProgress)
-            .await
-            .map_err(|e| match e {
-                events::EventsError::Model(m) => Error::Model(m),
-                events::EventsError::Kernels(why) => Error::World(some_jobs::tools::BackendError(why)),
-                other => Error::Invalid(format!("annotation {annotation}, {} {day}: {other}", spec.location)),
-            })?;
+        let found = events::detect(
+            &spec.location,
+            day,
+            &posts,
+            &vectors,
+            embedder.dim(),
+            self.kernels.as_ref(),
+            chat.as_ref().as_ref(),
+            spec.settings(),
+            &NoProgress,
+        )
+        .await
+        .map_err(|e| match e {
+            events::EventsError::Model(m) => Error::Model(m),
+            events::EventsError::Kernels(why) => Error::World(some_jobs::tools::BackendError(why)),
+            other => Error::Invalid(format!("annotation {annotation}, {} {day}: {other}", spec.location)),
+        })?;
         let row = AnnotationShardRow {
             shard: format!("{}_{day}", spec.location),
             body: serde_json::to_string(&found).expect("findings serialise"),

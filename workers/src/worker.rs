@@ -39,13 +39,13 @@ use some_jobs::tools::KernelService;
 use some_schemas::{Job, JobKind, JobMessage};
 use tokio::sync::{Semaphore, watch};
 
+use crate::annotate::AnnotateJobs;
 use crate::embed::EmbedJobs;
 use crate::error::{Error, Result};
 use crate::handler::JobContext;
 use crate::lake::Lake;
 use crate::llm::ClientSettings;
 use crate::queue::{Deliveries, Delivery, Queue, consume_reconnecting};
-use crate::annotate::AnnotateJobs;
 use crate::runs::episodes::EpisodeJobs;
 use crate::runs::judging::JudgeJobs;
 use crate::sim::work::SimJobs;

@@ -55,7 +55,9 @@ pub fn verdict(format: Format, label: &str) -> Option<&'static str> {
 /// Reads a LIAR-RAW split file (a JSON list of claims).
 pub fn read_liar_raw(path: &Path) -> Result<Vec<Claim>, InputError> {
     let root = read_json(path)?;
-    let list = root.as_array().ok_or_else(|| InputError::new(path, "the top level", format!("expected a list of claims, found {}", type_name(&root))))?;
+    let list = root
+        .as_array()
+        .ok_or_else(|| InputError::new(path, "the top level", format!("expected a list of claims, found {}", type_name(&root))))?;
     list.iter().enumerate().map(|(i, v)| claim(Format::LiarRaw, path, &format!("[{i}]"), v)).collect()
 }
 
@@ -84,7 +86,9 @@ fn claim(format: Format, path: &Path, at: &str, v: &Value) -> Result<Claim, Inpu
         match o.get(name) {
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
             Some(Value::Number(n)) if name == "event_id" => Ok(n.to_string()),
-            Some(other) => Err(InputError::new(path, format!("{at}.{name}"), format!("expected a non-empty string, found {}", type_name(other)))),
+            Some(other) => {
+                Err(InputError::new(path, format!("{at}.{name}"), format!("expected a non-empty string, found {}", type_name(other))))
+            }
             None => Err(InputError::new(path, format!("{at}.{name}"), "required field is missing")),
         }
     };
@@ -196,8 +200,11 @@ mod tests {
         );
         let rawfc = dir.path().join("rawfc");
         std::fs::create_dir(&rawfc).unwrap();
-        std::fs::write(rawfc.join("195391.json"), r#"{"event_id": 195391, "claim": "Pigs fly.", "label": "false", "reports": [{"content": "They do not."}]}"#)
-            .unwrap();
+        std::fs::write(
+            rawfc.join("195391.json"),
+            r#"{"event_id": 195391, "claim": "Pigs fly.", "label": "false", "reports": [{"content": "They do not."}]}"#,
+        )
+        .unwrap();
         let mut claims = read_liar_raw(&liar_file).unwrap();
         claims.extend(read_rawfc(&rawfc).unwrap());
         let imported = merge(claims).unwrap();

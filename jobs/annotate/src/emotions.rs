@@ -19,8 +19,8 @@ use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, U
 use some_jobs::synth::signals::REACTIONS;
 use some_jobs::tasks::EMOTIONS;
 
-use crate::{prompt_id, reply_object};
 use crate::review::Item;
+use crate::{prompt_id, reply_object};
 
 const PROMPT: &str = include_str!("../prompts/uea_emotion.txt");
 
@@ -138,7 +138,10 @@ pub fn items(labelled: &[Labelled], model: &str, temperature: f32, seed: u64) ->
             Item {
                 id: format!("uea:{}:{}:{n}", l.comment.uid, l.comment.post_id),
                 key: l.comment.uid.clone(),
-                fields: BTreeMap::from([("weibo_id".into(), l.comment.post_id.clone()), ("emotion".into(), l.label.unwrap_or_default().to_string())]),
+                fields: BTreeMap::from([
+                    ("weibo_id".into(), l.comment.post_id.clone()),
+                    ("emotion".into(), l.label.unwrap_or_default().to_string()),
+                ]),
                 keep: l.label.is_some(),
                 sources: vec![l.comment.text.clone()],
                 provenance,
@@ -178,7 +181,12 @@ pub fn world_comments(posts: &[(String, String, String)], n: usize, seed: u64) -
     for (post_id, uid, text) in posts {
         if let Some(truth) = world_emotion(text) {
             let i = EMOTIONS.iter().position(|e| *e == truth).expect("a label");
-            by_emotion.entry(i).or_default().push(Comment { uid: uid.clone(), post_id: post_id.clone(), text: text.clone(), truth: Some(truth) });
+            by_emotion.entry(i).or_default().push(Comment {
+                uid: uid.clone(),
+                post_id: post_id.clone(),
+                text: text.clone(),
+                truth: Some(truth),
+            });
         }
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -20,8 +20,8 @@ use some_jobs::progress::Progress;
 use some_jobs::tools::{BackendError, KernelService};
 use some_schemas::{QueryRow, Task, Timestamp};
 
-use crate::{one_line, prompt_id, reply_object};
 use crate::review::Item;
+use crate::{one_line, prompt_id, reply_object};
 
 const PROMPT: &str = include_str!("../prompts/red_event.txt");
 
@@ -214,7 +214,12 @@ fn read_reply(text: &str) -> Option<Reply> {
         false => Some(Reply::NotEvent),
         true => {
             let (title, content) = (field("title"), field("content"));
-            (!title.is_empty() && !content.is_empty()).then(|| Reply::Event { title, content, time: field("time"), place: field("location") })
+            (!title.is_empty() && !content.is_empty()).then(|| Reply::Event {
+                title,
+                content,
+                time: field("time"),
+                place: field("location"),
+            })
         }
     }
 }
@@ -327,7 +332,12 @@ pub const MATCH_SIMILARITY: f64 = 0.3;
 pub fn measure(annotated: &Value, truth: &BTreeMap<String, Vec<String>>, keys_in_scope: &dyn Fn(&str) -> bool) -> Measured {
     let texts = |events: &Value| -> Vec<String> { events.as_array().into_iter().flatten().map(event_text).collect() };
     let empty = Value::Array(Vec::new());
-    let keys: BTreeSet<&str> = truth.keys().map(String::as_str).filter(|k| keys_in_scope(k)).chain(annotated.as_object().into_iter().flat_map(|o| o.keys().map(String::as_str))).collect();
+    let keys: BTreeSet<&str> = truth
+        .keys()
+        .map(String::as_str)
+        .filter(|k| keys_in_scope(k))
+        .chain(annotated.as_object().into_iter().flat_map(|o| o.keys().map(String::as_str)))
+        .collect();
     let mut m = Measured::default();
     for key in keys {
         let found = texts(annotated.get(key).unwrap_or(&empty));
@@ -377,8 +387,18 @@ mod tests {
         let event = r#"{"event": true, "title": "地铁开通", "content": "北京地铁新线开通。", "time": "", "location": ""}"#;
         let model = ScriptedModel::replies("scripted", vec![reply(event), reply("好的"), reply("{\"event\": tru")], |_| reply("{}"));
         let kernels: Arc<CpuKernels> = Arc::new(CpuKernels::default());
-        let day = futures::executor::block_on(detect("北京", "1970-01-01", &posts, &vectors, 3, &kernels, &model, Settings::default(), &NoProgress))
-            .unwrap();
+        let day = futures::executor::block_on(detect(
+            "北京",
+            "1970-01-01",
+            &posts,
+            &vectors,
+            3,
+            &kernels,
+            &model,
+            Settings::default(),
+            &NoProgress,
+        ))
+        .unwrap();
         assert_eq!((day.posts, day.clusters, day.shown, day.not_events), (7, 3, 2, 0), "the stray post is not shown");
         assert_eq!(day.unreadable, ["{\"event\": tru"], "asked again once, then counted");
         assert_eq!(day.events.len(), 1);
@@ -400,7 +420,9 @@ mod tests {
 
     #[test]
     fn a_reply_is_read_from_its_json_object_or_not_at_all() {
-        let event = read_reply("好的：{\"event\": true, \"title\": \"地铁开通\", \"content\": \"5月1日地铁开通。\", \"time\": \"\", \"location\": \"北京\"}");
+        let event = read_reply(
+            "好的：{\"event\": true, \"title\": \"地铁开通\", \"content\": \"5月1日地铁开通。\", \"time\": \"\", \"location\": \"北京\"}",
+        );
         assert!(matches!(event, Some(Reply::Event { ref title, ref time, .. }) if title == "地铁开通" && time.is_empty()));
         assert!(matches!(read_reply("{\"event\": false}"), Some(Reply::NotEvent)));
         for unreadable in ["{\"event\": true, \"title\": \"\", \"content\": \"x\"}", "{\"event\": \"yes\"}", "no JSON", "{\"event\": tru"] {

@@ -84,11 +84,9 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<Interaction>, InputError> {
                 None | Some(Value::Null) => Err(InputError::new(path, format!("{at}.{name}"), "required field is missing")),
                 Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
                 Some(Value::Number(n)) if name != "text" => Ok(Some(n.to_string())),
-                Some(other) => Err(InputError::new(
-                    path,
-                    format!("{at}.{name}"),
-                    format!("expected a non-empty string, found {}", type_name(other)),
-                )),
+                Some(other) => {
+                    Err(InputError::new(path, format!("{at}.{name}"), format!("expected a non-empty string, found {}", type_name(other))))
+                }
             }
         };
         let kind_name = field("kind", true)?.unwrap_or_default();

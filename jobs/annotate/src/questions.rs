@@ -107,7 +107,14 @@ impl Default for Settings {
 }
 
 /// One call under a JSON schema; the reply's object, if it parses.
-async fn ask_json(model: &dyn ChatModel, prompt: String, schema: Value, seed: u64, max_tokens: u32, usage: &mut Usage) -> Result<Option<Map<String, Value>>, ModelError> {
+async fn ask_json(
+    model: &dyn ChatModel,
+    prompt: String,
+    schema: Value,
+    seed: u64,
+    max_tokens: u32,
+    usage: &mut Usage,
+) -> Result<Option<Map<String, Value>>, ModelError> {
     let request = ChatRequest {
         messages: vec![Message::user(prompt)],
         temperature: Some(0.0),
@@ -206,7 +213,11 @@ pub async fn generate(
                 *usage += blind.usage;
                 let blind = blind.content.trim().to_string();
                 let same = SAME.replace("{question}", &question).replace("{first}", &answer).replace("{second}", &blind);
-                if ask_bool(model, same, "same", settings.seed, usage).await? == Some(true) { Verdict::NeedsNoData(blind) } else { Verdict::Kept }
+                if ask_bool(model, same, "same", settings.seed, usage).await? == Some(true) {
+                    Verdict::NeedsNoData(blind)
+                } else {
+                    Verdict::Kept
+                }
             };
             pairs.push(Pair { source: i, question, answer, verdict });
         }
@@ -247,7 +258,13 @@ pub fn balance(pairs: &mut [Pair], sources: &[Source], per_kind: Option<usize>, 
 
 /// Whether a judge, shown the subject's posts, finds each kept answer right
 /// (none where its reply could not be read).
-pub async fn check_supported(judge: &dyn ChatModel, pairs: &[Pair], sources: &[Source], settings: Settings, usage: &mut Usage) -> Result<Vec<Option<bool>>, ModelError> {
+pub async fn check_supported(
+    judge: &dyn ChatModel,
+    pairs: &[Pair],
+    sources: &[Source],
+    settings: Settings,
+    usage: &mut Usage,
+) -> Result<Vec<Option<bool>>, ModelError> {
     let mut out = Vec::new();
     for p in pairs.iter().filter(|p| p.verdict == Verdict::Kept) {
         let prompt = SUPPORTED
@@ -277,7 +294,11 @@ mod tests {
         let asked = |q: &str| phrase(&user, q);
         assert_eq!(asked("最常提到哪个城市？").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"));
         assert_eq!(asked("用户ID为42的用户最常提到哪个城市？").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"));
-        assert_eq!(asked("该用户最常提到哪个城市？”,").as_deref(), Some("用户ID为42的用户最常提到哪个城市？"), "cut after the question mark");
+        assert_eq!(
+            asked("该用户最常提到哪个城市？”,").as_deref(),
+            Some("用户ID为42的用户最常提到哪个城市？"),
+            "cut after the question mark"
+        );
         let topic = Subject::Topic("火锅".into());
         assert_eq!(phrase(&topic, "在话题“火锅”中哪家店排队最久？").as_deref(), Some("在话题“火锅”中，哪家店排队最久？"));
         assert_eq!(asked("用户ID为42的用户"), None, "no question left");
@@ -315,7 +336,10 @@ mod tests {
         assert_eq!(unusable, Unusable::default());
         let verdicts: Vec<&Verdict> = pairs.iter().map(|p| &p.verdict).collect();
         assert_eq!(verdicts, [&Verdict::Kept, &Verdict::Vague, &Verdict::NeedsNoData("火锅".into()), &Verdict::Kept]);
-        assert!(model.requests()[2].response_format.is_none() && model.requests()[2].messages[0].content.contains("用户ID为1的用户在哪个城市吃火锅？"));
+        assert!(
+            model.requests()[2].response_format.is_none()
+                && model.requests()[2].messages[0].content.contains("用户ID为1的用户在哪个城市吃火锅？")
+        );
         assert!(!model.requests()[2].messages[0].content.contains("成都"), "asked with no posts");
         balance(&mut pairs, &sources, Some(1), 0);
         assert_eq!(
@@ -326,7 +350,10 @@ mod tests {
 
     #[test]
     fn balancing_keeps_as_many_user_as_topic_questions() {
-        let sources = vec![Source { subject: Subject::User("1".into()), posts: vec![] }, Source { subject: Subject::Topic("t".into()), posts: vec![] }];
+        let sources = vec![
+            Source { subject: Subject::User("1".into()), posts: vec![] },
+            Source { subject: Subject::Topic("t".into()), posts: vec![] },
+        ];
         let pair = |source: usize| Pair { source, question: format!("q{source}"), answer: "a".into(), verdict: Verdict::Kept };
         let mut pairs = vec![pair(0), pair(0), pair(0), pair(1)];
         balance(&mut pairs, &sources, None, 5);

@@ -61,7 +61,13 @@ impl Item {
             key: text("key")?,
             fields: fields.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect(),
             keep: v.get("keep").and_then(Value::as_bool).ok_or_else(|| bad("keep"))?,
-            sources: v.get("sources").and_then(Value::as_array).ok_or_else(|| bad("sources"))?.iter().filter_map(|s| s.as_str().map(str::to_string)).collect(),
+            sources: v
+                .get("sources")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad("sources"))?
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect(),
             provenance: v.get("provenance").and_then(Value::as_object).cloned().ok_or_else(|| bad("provenance"))?,
         })
     }
@@ -79,7 +85,8 @@ pub fn read_items(path: &Path) -> Result<Vec<Item>, InputError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let v: Value = serde_json::from_str(l).map_err(|e| InputError::new(path, format!("line {}", i + 1), format!("invalid JSON: {e}")))?;
+            let v: Value =
+                serde_json::from_str(l).map_err(|e| InputError::new(path, format!("line {}", i + 1), format!("invalid JSON: {e}")))?;
             Item::from_json(path, i + 1, &v)
         })
         .collect()
@@ -89,7 +96,8 @@ pub fn read_items(path: &Path) -> Result<Vec<Item>, InputError> {
 pub fn ground_truth(task: Task, items: &[Item]) -> Value {
     let mut per_key: Vec<(String, Vec<Value>)> = Vec::new();
     for item in items.iter().filter(|i| i.keep) {
-        let entry: Map<String, Value> = editable(task).iter().map(|c| (c.to_string(), json!(item.fields.get(*c).cloned().unwrap_or_default()))).collect();
+        let entry: Map<String, Value> =
+            editable(task).iter().map(|c| (c.to_string(), json!(item.fields.get(*c).cloned().unwrap_or_default()))).collect();
         match per_key.iter_mut().find(|(k, _)| *k == item.key) {
             Some((_, list)) => list.push(Value::Object(entry)),
             None => per_key.push((item.key.clone(), vec![Value::Object(entry)])),
@@ -221,8 +229,12 @@ fn jsonl_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, BTreeMap<String,
 
 fn csv_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, BTreeMap<String, String>)>, InputError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
-    let header: Vec<String> =
-        reader.headers().map_err(|e| InputError::new(path, "line 1", format!("cannot read the header: {e}")))?.iter().map(str::to_string).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| InputError::new(path, "line 1", format!("cannot read the header: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| {

@@ -155,11 +155,8 @@ pub fn ucs(index: &Index, wanted: usize, seed: u64) -> Annotated {
             let texts = index.texts_on(post, Kind::Comment);
             let own: Vec<&str> = texts.iter().filter(|(who, _)| who == uid).map(|(_, t)| t.as_str()).collect();
             // Not a text the user also wrote there, under whoever's name.
-            let others: Vec<&str> = texts
-                .iter()
-                .filter(|(who, t)| who != uid && !own.iter().any(|o| same_text(t, o)))
-                .map(|(_, t)| t.as_str())
-                .collect();
+            let others: Vec<&str> =
+                texts.iter().filter(|(who, t)| who != uid && !own.iter().any(|o| same_text(t, o))).map(|(_, t)| t.as_str()).collect();
             if !others.is_empty() {
                 eligible.extend(own.iter().map(|o| (post, *o, others.clone())));
             }
@@ -207,9 +204,8 @@ pub fn mcr(index: &Index, wanted: usize, seed: u64) -> Annotated {
                 break;
             }
             let shown = index.post_text(positive).unwrap_or_default();
-            let fits = |p: &str| {
-                !used.contains(p) && !index.interacted_any(uid, p) && !same_text(index.post_text(p).unwrap_or_default(), shown)
-            };
+            let fits =
+                |p: &str| !used.contains(p) && !index.interacted_any(uid, p) && !same_text(index.post_text(p).unwrap_or_default(), shown);
             let Some(negative) = draw(&mut rng, &catalog, fits) else { continue };
             used.insert(negative);
             entries.push(entry(positive, None, true));

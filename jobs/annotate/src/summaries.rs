@@ -62,7 +62,13 @@ impl Default for Settings {
     }
 }
 
-async fn ask(model: &dyn ChatModel, prompt: String, schema: Option<Value>, settings: Settings, usage: &mut Usage) -> Result<String, ModelError> {
+async fn ask(
+    model: &dyn ChatModel,
+    prompt: String,
+    schema: Option<Value>,
+    settings: Settings,
+    usage: &mut Usage,
+) -> Result<String, ModelError> {
     let request = ChatRequest {
         messages: vec![Message::user(prompt)],
         temperature: Some(0.0),
@@ -80,7 +86,17 @@ async fn ask(model: &dyn ChatModel, prompt: String, schema: Option<Value>, setti
 fn read_check(text: &str) -> Option<(Vec<String>, Vec<String>)> {
     let object = reply_object(text)?;
     let list = |name: &str| -> Option<Vec<String>> {
-        Some(object.get(name)?.as_array()?.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect())
+        Some(
+            object
+                .get(name)?
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )
     };
     Some((list("inaccuracies")?, list("missing")?))
 }
@@ -105,7 +121,10 @@ pub async fn summarise(
     for topic in topics {
         let block = numbered(&topic.posts, settings.shown);
         let fill = |template: &str| {
-            template.replace("{topic}", &topic.name).replace("{count}", &topic.posts.len().min(settings.shown).to_string()).replace("{posts}", &block)
+            template
+                .replace("{topic}", &topic.name)
+                .replace("{count}", &topic.posts.len().min(settings.shown).to_string())
+                .replace("{posts}", &block)
         };
         let mut draft = ask(model, fill(DRAFT), None, settings, usage).await?;
         let mut rounds = Vec::new();
@@ -123,7 +142,9 @@ pub async fn summarise(
                 rounds.push(round);
                 break;
             }
-            let revised = ask(model, fill(REVISE).replace("{draft}", &draft).replace("{problems}", &problems.join("\n")), None, settings, usage).await?;
+            let revised =
+                ask(model, fill(REVISE).replace("{draft}", &draft).replace("{problems}", &problems.join("\n")), None, settings, usage)
+                    .await?;
             round.stopped = if revised.is_empty() || revised == draft {
                 Some("the revision changed nothing".into())
             } else if revised.contains(PROMPT_ECHO) {

@@ -11,10 +11,10 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use some_annotate::claims::{self, Claim};
 use some_annotate::interactions::{self, Index};
-use some_annotate::sampling::{self, Annotated, check_rules};
-use some_annotate::{emotions, events, questions, summaries};
 use some_annotate::review::{self, Item};
+use some_annotate::sampling::{self, Annotated, check_rules};
 use some_annotate::{DATASETS, KNOWLEDGE_PATH, ground_truth_path, write_json, write_whole};
+use some_annotate::{emotions, events, questions, summaries};
 use some_jobs::chat::ChatModel;
 use some_jobs::embed::{DEFAULT_EMBEDDING_MODEL, cluster_threshold as cluster_threshold_of};
 use some_jobs::queries::read_task_file;
@@ -248,7 +248,17 @@ impl Annotate {
                 }
                 println!("import them with `some ingest queries {}`", out.join(DATASETS).display());
             }
-            Annotate::Events { location, days, model, embedding_model, cluster_threshold, min_posts, seed, run, output: Output { out, replace } } => {
+            Annotate::Events {
+                location,
+                days,
+                model,
+                embedding_model,
+                cluster_threshold,
+                min_posts,
+                seed,
+                run,
+                output: Output { out, replace },
+            } => {
                 for day in &days {
                     if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
                         bail!("--days: {day:?} is not a YYYY-MM-DD date");
@@ -328,7 +338,8 @@ impl Annotate {
                 let started = std::time::Instant::now();
                 let mut usage = some_jobs::chat::Usage::default();
                 let (mut pairs, unusable) = questions::generate(chat.as_ref(), &sources, settings, &Bars::new(), &mut usage).await?;
-                let count = |pairs: &[questions::Pair], f: &dyn Fn(&questions::Verdict) -> bool| pairs.iter().filter(|p| f(&p.verdict)).count();
+                let count =
+                    |pairs: &[questions::Pair], f: &dyn Fn(&questions::Verdict) -> bool| pairs.iter().filter(|p| f(&p.verdict)).count();
                 let (vague, blind) = (
                     count(&pairs, &|v| *v == questions::Verdict::Vague),
                     count(&pairs, &|v| matches!(v, questions::Verdict::NeedsNoData(_))),
@@ -489,7 +500,8 @@ async fn index(lake: &Lake, interactions: Option<&Path>, posts: Option<&Path>) -
 fn write_and_check(index: &Index, annotated: &Annotated, out: &Path, replace: bool) -> anyhow::Result<usize> {
     let task = annotated.task;
     for (part, drawn, wanted) in &annotated.drawn {
-        let short = if drawn < wanted { format!(" (short by {}: too few users with an eligible pair)", wanted - drawn) } else { String::new() };
+        let short =
+            if drawn < wanted { format!(" (short by {}: too few users with an eligible pair)", wanted - drawn) } else { String::new() };
         println!("{task} {part}: {drawn} of {wanted} positives, each with a negative{short}");
     }
     if annotated.positives() == 0 {
@@ -657,7 +669,8 @@ fn review(cmd: ReviewCmd) -> anyhow::Result<()> {
             let log: String = changes
                 .iter()
                 .map(|c| {
-                    let line = serde_json::json!({"at": at, "annotator": annotator, "item": c.item, "field": c.field, "old": c.old, "new": c.new});
+                    let line =
+                        serde_json::json!({"at": at, "annotator": annotator, "item": c.item, "field": c.field, "old": c.old, "new": c.new});
                     format!("{line}\n")
                 })
                 .collect();

@@ -91,8 +91,9 @@ pub enum Command {
     Ingest(ingest::Ingest),
     /// Generate a world in which the lake's queries are answerable.
     Synth(synth::Synth),
-    /// Make SoMe-style queries and ground truth from social-media data
-    /// (UBP, UCS, MCR from interactions; MID from LIAR-RAW and RAWFC).
+    /// Make SoMe-style queries and ground truth from social-media data:
+    /// UBP, UCS, MCR from interactions; RED, SES, UEA, SMQ with a model;
+    /// MID from LIAR-RAW and RAWFC; the model-made ones reviewed by people.
     #[command(subcommand)]
     Annotate(annotate::Annotate),
     /// The persona-driven social-media simulation: run, resume, status, cancel.
