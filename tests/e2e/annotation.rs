@@ -222,7 +222,7 @@ fn questions_about_users_and_topics_become_balanced_smq_queries() {
         "{}",
         made.stdout
     );
-    assert!(made.stdout.contains("4 of 4 answers supported"), "{}", made.stdout);
+    assert!(made.stdout.contains("support, by scripted: kept 4 of 4, dropped to balance 1 of 1"), "{}", made.stdout);
     let fresh = dir.path().join("fresh").to_str().unwrap().to_string();
     some(&fresh, &[], &["ingest", "queries", out.join("datasets").to_str().unwrap()]).ok();
     assert_eq!(

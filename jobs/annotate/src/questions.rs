@@ -256,8 +256,9 @@ pub fn balance(pairs: &mut [Pair], sources: &[Source], per_kind: Option<usize>, 
     }
 }
 
-/// Whether a judge, shown the subject's posts, finds each kept answer right
-/// (none where its reply could not be read).
+/// Whether a judge, shown the subject's posts, finds each pair's answer
+/// right (none where its reply could not be read): every pair is checked,
+/// kept or dropped, so the figures say what each filter let through.
 pub async fn check_supported(
     judge: &dyn ChatModel,
     pairs: &[Pair],
@@ -266,7 +267,7 @@ pub async fn check_supported(
     usage: &mut Usage,
 ) -> Result<Vec<Option<bool>>, ModelError> {
     let mut out = Vec::new();
-    for p in pairs.iter().filter(|p| p.verdict == Verdict::Kept) {
+    for p in pairs {
         let prompt = SUPPORTED
             .replace("{posts}", &numbered(&sources[p.source].posts, settings.shown))
             .replace("{question}", &p.question)
@@ -274,6 +275,27 @@ pub async fn check_supported(
         out.push(ask_bool(judge, prompt, "supported", settings.seed, usage).await?);
     }
     Ok(out)
+}
+
+/// Supported answers per verdict: (verdict's name, supported, checked).
+pub fn supported_by_verdict(pairs: &[Pair], supported: &[Option<bool>]) -> Vec<(&'static str, usize, usize)> {
+    let name = |v: &Verdict| match v {
+        Verdict::Kept => "kept",
+        Verdict::Vague => "vague",
+        Verdict::NeedsNoData(_) => "answered alike without the posts",
+        Verdict::Unbalanced => "dropped to balance",
+    };
+    let mut out: Vec<(&'static str, usize, usize)> = Vec::new();
+    for (p, s) in pairs.iter().zip(supported) {
+        let n = name(&p.verdict);
+        let i = out.iter().position(|(k, _, _)| *k == n).unwrap_or_else(|| {
+            out.push((n, 0, 0));
+            out.len() - 1
+        });
+        out[i].1 += usize::from(*s == Some(true));
+        out[i].2 += 1;
+    }
+    out
 }
 
 /// SMQ's ground truth: `{question: answer}` of the kept pairs.

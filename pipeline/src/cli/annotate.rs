@@ -363,17 +363,15 @@ impl Annotate {
                 for example in &unusable.examples {
                     eprintln!("  unusable: {example}");
                 }
+                let supported = questions::check_supported(chat.as_ref(), &pairs, &sources, settings, &mut usage).await?;
+                let per: Vec<String> = questions::supported_by_verdict(&pairs, &supported)
+                    .into_iter()
+                    .map(|(verdict, yes, of)| format!("{verdict} {yes} of {of}"))
+                    .collect();
+                println!("answers the subjects' posts support, by {}: {}", chat.name(), per.join(", "));
                 if kept == 0 {
                     bail!("no question survived the filters and the balance, so no SMQ query can be made (nothing written)");
                 }
-                let supported = questions::check_supported(chat.as_ref(), &pairs, &sources, settings, &mut usage).await?;
-                println!(
-                    "checked against the subjects' posts by {}: {} of {kept} answers supported, {} not, {} unreadable",
-                    chat.name(),
-                    supported.iter().filter(|s| **s == Some(true)).count(),
-                    supported.iter().filter(|s| **s == Some(false)).count(),
-                    supported.iter().filter(|s| s.is_none()).count()
-                );
                 let path = write_json(&out, &ground_truth_path(Task::Smq), &questions::ground_truth(&pairs), replace)?;
                 let rows = read_task_file(Task::Smq, &path)?;
                 println!("SMQ: {} queries → {}", rows.len(), path.display());
