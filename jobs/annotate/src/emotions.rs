@@ -15,12 +15,12 @@ use rand::SeedableRng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
-use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::synth::signals::REACTIONS;
 use some_jobs::tasks::EMOTIONS;
 
 use crate::review::Item;
-use crate::{prompt_id, reply_object};
+use crate::{Call, prompt_id, reply_object};
 
 const PROMPT: &str = include_str!("../prompts/uea_emotion.txt");
 
@@ -88,17 +88,8 @@ pub async fn label(
         let prompt = PROMPT.replace("{text}", &comment.text);
         let mut votes = Vec::with_capacity(rounds);
         for round in 0..rounds {
-            let request = ChatRequest {
-                messages: vec![Message::user(prompt.clone())],
-                temperature: Some(temperature),
-                seed: Some(seed.wrapping_add(round as u64)),
-                max_tokens: Some(30),
-                response_format: Some(JsonSchema::new("uea_emotion", schema())),
-                ..ChatRequest::default()
-            };
-            let response = model.chat(&request).await?;
-            *usage += response.usage;
-            votes.push(read_vote(&response.content));
+            let call = Call { schema: Some(("uea_emotion", schema())), temperature, seed: seed.wrapping_add(round as u64), max_tokens: 30 };
+            votes.push(read_vote(&call.ask(model, prompt.clone(), usage).await?));
         }
         let label = majority(&votes);
         out.push(Labelled { comment, votes, label });

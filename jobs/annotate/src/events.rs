@@ -15,13 +15,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{Map, Value, json};
-use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
 use some_jobs::tools::{BackendError, KernelService};
 use some_schemas::{QueryRow, Task, Timestamp};
 
 use crate::review::Item;
-use crate::{one_line, prompt_id, reply_object};
+use crate::{Call, one_line, prompt_id, reply_object};
 
 const PROMPT: &str = include_str!("../prompts/red_event.txt");
 
@@ -187,20 +187,12 @@ enum Reply {
 async fn ask(model: &dyn ChatModel, prompt: &str, seed: u64, usage: &mut Usage) -> Result<Reply, ModelError> {
     let mut last = String::new();
     for attempt in 0..2 {
-        let request = ChatRequest {
-            messages: vec![Message::user(prompt)],
-            temperature: Some(0.0),
-            seed: Some(seed + attempt),
-            max_tokens: Some(400),
-            response_format: Some(JsonSchema::new("red_event", schema())),
-            ..ChatRequest::default()
-        };
-        let response = model.chat(&request).await?;
-        *usage += response.usage;
-        if let Some(reply) = read_reply(&response.content) {
+        let call = Call { schema: Some(("red_event", schema())), temperature: 0.0, seed: seed + attempt, max_tokens: 400 };
+        let text = call.ask(model, prompt.to_string(), usage).await?;
+        if let Some(reply) = read_reply(&text) {
             return Ok(reply);
         }
-        last = one_line(&response.content, 200);
+        last = one_line(&text, 200);
     }
     Ok(Reply::Unreadable(last))
 }

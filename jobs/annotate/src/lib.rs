@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use some_jobs::InputError;
+use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
 use some_schemas::Task;
 
 /// Writes `value` as `<out>/<relative>`, refusing to replace a file that is
@@ -71,6 +72,33 @@ pub const KNOWLEDGE_PATH: &str = "database/knowledge_data/knowledge_base.json";
 
 #[cfg(test)]
 mod tests;
+
+/// One model call as every pipeline makes it: the prompt as the user's
+/// message, a temperature, a seed, a token cap and, where given, a JSON
+/// schema the reply must follow. [`Call::ask`] adds its tokens to `usage`
+/// and returns the reply's text.
+pub(crate) struct Call<'a> {
+    pub schema: Option<(&'a str, Value)>,
+    pub temperature: f32,
+    pub seed: u64,
+    pub max_tokens: u32,
+}
+
+impl Call<'_> {
+    pub(crate) async fn ask(self, model: &dyn ChatModel, prompt: String, usage: &mut Usage) -> Result<String, ModelError> {
+        let request = ChatRequest {
+            messages: vec![Message::user(prompt)],
+            temperature: Some(self.temperature),
+            seed: Some(self.seed),
+            max_tokens: Some(self.max_tokens),
+            response_format: self.schema.map(|(name, schema)| JsonSchema::new(name, schema)),
+            ..ChatRequest::default()
+        };
+        let response = model.chat(&request).await?;
+        *usage += response.usage;
+        Ok(response.content)
+    }
+}
 
 /// The JSON object in a model's reply: from its first `{` to its last `}`
 /// (small models wrap it in prose or a code fence).

@@ -15,10 +15,10 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
-use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
 
-use crate::{numbered, reply_object};
+use crate::{Call, numbered, reply_object};
 
 const GENERATE: &str = include_str!("../prompts/smq_generate.txt");
 const SPECIFIC: &str = include_str!("../prompts/smq_specific.txt");
@@ -115,17 +115,8 @@ async fn ask_json(
     max_tokens: u32,
     usage: &mut Usage,
 ) -> Result<Option<Map<String, Value>>, ModelError> {
-    let request = ChatRequest {
-        messages: vec![Message::user(prompt)],
-        temperature: Some(0.0),
-        seed: Some(seed),
-        max_tokens: Some(max_tokens),
-        response_format: Some(JsonSchema::new("smq", schema)),
-        ..ChatRequest::default()
-    };
-    let response = model.chat(&request).await?;
-    *usage += response.usage;
-    Ok(reply_object(&response.content))
+    let call = Call { schema: Some(("smq", schema)), temperature: 0.0, seed, max_tokens };
+    Ok(reply_object(&call.ask(model, prompt, usage).await?))
 }
 
 async fn ask_bool(model: &dyn ChatModel, prompt: String, field: &str, seed: u64, usage: &mut Usage) -> Result<Option<bool>, ModelError> {
@@ -201,17 +192,8 @@ pub async fn generate(
             let verdict = if ask_bool(model, specific, "specific", settings.seed, usage).await? != Some(true) {
                 Verdict::Vague
             } else {
-                let blind = model
-                    .chat(&ChatRequest {
-                        messages: vec![Message::user(NO_DATA.replace("{question}", &question))],
-                        temperature: Some(0.0),
-                        seed: Some(settings.seed),
-                        max_tokens: Some(60),
-                        ..ChatRequest::default()
-                    })
-                    .await?;
-                *usage += blind.usage;
-                let blind = blind.content.trim().to_string();
+                let call = Call { schema: None, temperature: 0.0, seed: settings.seed, max_tokens: 60 };
+                let blind = call.ask(model, NO_DATA.replace("{question}", &question), usage).await?.trim().to_string();
                 let same = SAME.replace("{question}", &question).replace("{first}", &answer).replace("{second}", &blind);
                 if ask_bool(model, same, "same", settings.seed, usage).await? == Some(true) {
                     Verdict::NeedsNoData(blind)

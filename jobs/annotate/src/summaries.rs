@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, ModelError, Usage};
+use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
 
-use crate::{numbered, reply_object};
+use crate::{Call, numbered, reply_object};
 
 const DRAFT: &str = include_str!("../prompts/ses_draft.txt");
 const CHECK: &str = include_str!("../prompts/ses_check.txt");
@@ -69,17 +69,8 @@ async fn ask(
     settings: Settings,
     usage: &mut Usage,
 ) -> Result<String, ModelError> {
-    let request = ChatRequest {
-        messages: vec![Message::user(prompt)],
-        temperature: Some(0.0),
-        seed: Some(settings.seed),
-        max_tokens: Some(400),
-        response_format: schema.map(|s| JsonSchema::new("ses_check", s)),
-        ..ChatRequest::default()
-    };
-    let response = model.chat(&request).await?;
-    *usage += response.usage;
-    Ok(response.content.trim().to_string())
+    let call = Call { schema: schema.map(|s| ("ses_check", s)), temperature: 0.0, seed: settings.seed, max_tokens: 400 };
+    Ok(call.ask(model, prompt, usage).await?.trim().to_string())
 }
 
 /// What a check found: (inaccuracies, missing), if its reply can be read.
