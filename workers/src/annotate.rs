@@ -54,9 +54,10 @@ struct DayShard {
 
 impl EventsSpec {
     /// The annotation's id: a digest of its settings (not of its days, so
-    /// adding a day to the command adds a shard to the same annotation).
+    /// adding a day to the command adds a shard to the same annotation, nor
+    /// of the endpoints, which may move while the model stays the same).
     pub fn id(&self) -> String {
-        let settings = EventsSpec { days: Vec::new(), ..self.clone() };
+        let settings = EventsSpec { days: Vec::new(), endpoints: Vec::new(), ..self.clone() };
         let digest = Sha256::digest(serde_json::to_vec(&settings).expect("specs serialise"));
         format!("red-{}", hex::encode(&digest[..6]))
     }
@@ -277,5 +278,31 @@ impl AnnotateJobs {
         ctx.lake.put_once(&path, vec![row]).await?;
         ctx.progress.advance(1);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_annotation_is_named_by_its_settings_not_its_days_or_endpoints() {
+        let spec = EventsSpec {
+            location: "北京".into(),
+            days: vec!["2025-05-01".into()],
+            model: "m".into(),
+            endpoints: vec!["http://a/v1".into()],
+            embedding_model: "e".into(),
+            theta: 0.9,
+            min_posts: 3,
+            seed: 0,
+        };
+        let more_days =
+            EventsSpec { days: vec!["2025-05-01".into(), "2025-05-02".into()], endpoints: vec!["http://b/v1".into()], ..spec.clone() };
+        assert_eq!(spec.id(), more_days.id(), "the same command with another day or endpoint resumes it");
+        assert_ne!(spec.id(), EventsSpec { model: "other".into(), ..spec.clone() }.id());
+        assert_ne!(spec.id(), EventsSpec { min_posts: 4, ..spec.clone() }.id());
+        assert!(spec.part("2025-05-01").is_ascii(), "{}", spec.part("2025-05-01"));
+        assert_ne!(spec.part("2025-05-01"), EventsSpec { location: "上海".into(), ..spec.clone() }.part("2025-05-01"));
     }
 }

@@ -259,9 +259,12 @@ impl Annotate {
                 run,
                 output: Output { out, replace },
             } => {
-                for day in &days {
+                for (i, day) in days.iter().enumerate() {
                     if day.len() != 10 || Timestamp::parse(&format!("{day} 00:00:00")).is_none() {
                         bail!("--days: {day:?} is not a YYYY-MM-DD date");
+                    }
+                    if days[..i].contains(day) {
+                        bail!("--days: {day} is given twice");
                     }
                 }
                 some_workers::llm::check_chat_model(&model.model, &model.endpoints)?;
