@@ -15,6 +15,7 @@
 //! - [`render`]: how both reports draw tables and charts.
 
 pub mod agent;
+pub mod bootstrap;
 pub mod chat;
 pub mod embed;
 pub mod error;

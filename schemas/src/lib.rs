@@ -62,5 +62,7 @@ pub const ALL_TABLES: &[TableDef] = &[
     TableDef::of::<sim::SimTurnRow>(),
     TableDef::of::<sim::SimStepRow>(),
     TableDef::of::<sim::SimReviewRow>(),
+    TableDef::of::<sim::SimInterviewRow>(),
+    TableDef::of::<sim::SimInterventionRow>(),
     TableDef::of::<AnnotationShardRow>(),
 ];

@@ -179,6 +179,61 @@ table! {
     }
 }
 
+table! {
+    /// One answer of one agent to one question of an interview or survey
+    /// (`some sim interview`), asked of the agent as it was at a committed
+    /// turn. Interviews only read the run: they never change its state.
+    pub struct SimInterviewRow in sim_interviews partitioned by [run_id] {
+        /// Names one `some sim interview` call; its rows land together.
+        interview_id: String,
+        /// The committed turn the agent was asked as of.
+        turn: i64,
+        agent_id: i64,
+        /// The question's id in its questions file (`q1`.. when not named).
+        question_id: String,
+        question: String,
+        /// A survey question's answer options as a JSON list; null for an open question.
+        options: Option<String>,
+        /// The answer: the option chosen, or the open answer's text; null when no reply could be read.
+        answer: Option<String>,
+        /// Why no answer could be read.
+        error: Option<String>,
+        model: String,
+        asked_at: Timestamp,
+        run_id: String,
+    }
+}
+
+table! {
+    /// An intervention in a run (`some sim run --interventions`, `some sim
+    /// intervene`). A request is written when it is submitted, with
+    /// `applied_turn` null; the turn that applies it writes the same
+    /// (batch, line) again in its own transaction with `applied_turn` and
+    /// what came of it, which is what a replay applies.
+    pub struct SimInterventionRow in sim_interventions partitioned by [run_id] {
+        /// Names one submitted file.
+        batch: String,
+        /// The event's line in its file.
+        line: i64,
+        /// Taken at the first turn at or after this one that starts after it was submitted.
+        requested_turn: i64,
+        /// The event as JSON.
+        event: String,
+        submitted_at: Timestamp,
+        /// The turn it was applied at; null for the request.
+        applied_turn: Option<i64>,
+        /// [`ActionStatus`] once applied.
+        status: Option<String>,
+        /// Why the platform refused it.
+        error: Option<String>,
+        /// The post an injected post created, or the post removed.
+        post_id: Option<i64>,
+        /// The account a news post created or used.
+        account_id: Option<i64>,
+        run_id: String,
+    }
+}
+
 /// Whether an agent seeds content or interacts (the paper's two groups).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -15,6 +15,7 @@ mod queries;
 mod queue_conformance;
 mod served;
 mod sim;
+mod sim_research;
 mod sim_review;
 mod tools;
 mod view;

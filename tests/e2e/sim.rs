@@ -14,7 +14,7 @@ use some_tests::sim::{prompt_of, sim_model, sim_model_that_cannot_plan};
 use some_tests::{Background, SomeRun, some, wait_until};
 
 /// A small run: 4 initial agents, 8 regular, two stages of 4 turns.
-fn small(endpoint: &str, queue: &str, run_id: &str, seed: &str) -> Vec<String> {
+pub(crate) fn small(endpoint: &str, queue: &str, run_id: &str, seed: &str) -> Vec<String> {
     [
         "sim",
         "run",
@@ -48,12 +48,12 @@ fn small(endpoint: &str, queue: &str, run_id: &str, seed: &str) -> Vec<String> {
     .to_vec()
 }
 
-fn run(lake: &str, args: &[String]) -> SomeRun {
+pub(crate) fn run(lake: &str, args: &[String]) -> SomeRun {
     some(lake, &[], &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The digest a `sim run`/`sim resume`/`sim status` printed.
-fn digest(out: &SomeRun) -> String {
+pub(crate) fn digest(out: &SomeRun) -> String {
     let line = out.stdout.lines().find(|l| l.starts_with("state digest ")).unwrap_or_else(|| panic!("no digest: {}", out.stdout));
     line["state digest ".len()..].to_string()
 }

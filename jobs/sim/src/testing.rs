@@ -97,6 +97,14 @@ pub fn sim_answer(prompt: &str) -> String {
         let user = prompt.split("A post by user ").nth(1).and_then(|r| r.split(' ').next());
         return user.map_or_else(|| "do not follow".into(), str::to_string);
     }
+    if prompt.contains("An interviewer asks you a question") {
+        let options = prompt.split("reply with its letter only:\n").nth(1).map_or(0, |r| r.lines().filter(|l| l.contains(") ")).count());
+        if options > 0 {
+            return ((b'A' + (h % options as u64) as u8) as char).to_string();
+        }
+        let name = prompt.split("\"name\":\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("someone");
+        return format!("I am {name}, and I mostly come here for the posts I like ({}).", h % 1000);
+    }
     if prompt.starts_with("You are grading a piece of text") {
         return "Informativeness: 2\nConsistency: 3\nHumanness: 3".into();
     }

@@ -180,6 +180,9 @@ impl Demo {
             shard_size: 3,
             run_id: Some(RunId(format!("sim-{}", RunId::new_dated()))),
             until: None,
+            groups: None,
+            replicates: None,
+            interventions: None,
             flags: demo_flags(threads),
         };
         let sim_id = sim.run_id.clone().expect("set above");

@@ -23,6 +23,7 @@ mod report;
 mod rerun;
 mod run;
 mod sim;
+mod sim_interview;
 mod sim_review;
 mod sql;
 mod status;

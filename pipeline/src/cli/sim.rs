@@ -1,5 +1,6 @@
 //! `some sim`: the persona-driven social-media simulation on the queue and
-//! the lake: run, resume, status (once or live), cancel, report.
+//! the lake: run, resume, status (once or live), cancel, report, review,
+//! intervene, fork, compare, interview.
 //!
 //! The process that runs `sim run` or `sim resume` is the run's
 //! coordinator: it decides each turn, publishes its shards and commits it.
@@ -15,12 +16,17 @@ use std::sync::Arc;
 use clap::{Args, Subcommand, ValueEnum};
 use some_schemas::{RunEvent, RunId};
 use some_sim::evaluation::health::{did_nothing, warnings};
+use some_sim::evaluation::replicates::table as replicates_table;
 use some_sim::evaluation::report_html::{render_html, render_text};
+use some_sim::platform::intervention::Timed;
 use some_sim::{BrowseMode, FeedSettings, Preset, StepSettings, Turn};
 use some_workers::Lake;
 use some_workers::executor::Executor;
-use some_workers::sim::report::{JudgeSpec, sim_report};
-use some_workers::sim::{Drive, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, load_sim, record_event};
+use some_workers::sim::compare::compare_fork;
+use some_workers::sim::interventions;
+use some_workers::sim::report::{JudgeSpec, replicate_figures, sim_report};
+use some_workers::sim::spec::Replicate;
+use some_workers::sim::{Drive, Fork, KnowledgeSource, PersonaSet, RelevanceSource, SimSpec, Until, load_sim, record_event};
 
 use super::flags::{ExecFlags, ModelFlags};
 use super::progress::Bars;
@@ -40,6 +46,18 @@ pub enum Sim {
     /// Human evaluation: export items for annotators, import their scores.
     #[command(subcommand)]
     Review(super::sim_review::SimReview),
+    /// Start a counterfactual run from another's committed state at a turn,
+    /// with changed settings or interventions.
+    Fork(SimFork),
+    /// A fork against its parent from the fork's first turn, with
+    /// bootstrap intervals.
+    Compare(SimCompare),
+    /// Submit interventions to a running or paused run (taken at the next
+    /// uncommitted turn at or after --at).
+    Intervene(SimIntervene),
+    /// Ask agents, as they were at a committed turn, a question or a survey
+    /// (stored in sim_interviews; the run is not changed).
+    Interview(super::sim_interview::SimInterview),
 }
 
 impl Sim {
@@ -51,6 +69,10 @@ impl Sim {
             Sim::Cancel(cmd) => cmd.run(lake).await,
             Sim::Report(cmd) => cmd.run(lake).await,
             Sim::Review(cmd) => cmd.run(lake).await,
+            Sim::Interview(cmd) => cmd.run(lake).await,
+            Sim::Intervene(cmd) => cmd.run(lake).await,
+            Sim::Fork(cmd) => cmd.run(lake).await,
+            Sim::Compare(cmd) => cmd.run(lake).await,
         }
     }
 }
@@ -158,6 +180,22 @@ pub struct SimRun {
     /// Stop before this turn (resume later with `sim resume`).
     #[arg(long)]
     pub until: Option<u32>,
+    /// Model groups: a file of JSON lines {"name", "agents", "model",
+    /// "endpoints"}, each giving the agents it selects (by ids, kind,
+    /// share, username or description) a model of their own; the report
+    /// breaks what agents did down by group.
+    #[arg(long)]
+    pub groups: Option<PathBuf>,
+    /// Run the configuration this many times, with seeds SEED, SEED+1, ...
+    /// (runs RUN-r0, RUN-r1, ... sharing RUN-r0's setup); the report gives
+    /// each figure's mean and 95% interval across them.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
+    pub replicates: Option<u32>,
+    /// A file of timed interventions (JSON lines: post, remove, follow,
+    /// unfollow, persona, mute, unmute, boost, unboost), checked whole
+    /// before the run starts.
+    #[arg(long)]
+    pub interventions: Option<PathBuf>,
     #[command(flatten)]
     pub flags: ExecFlags,
 }
@@ -240,6 +278,9 @@ impl SimRun {
         spec.max_setup_failures = self.max_setup_failures;
         spec.shard_size = self.shard_size.max(1);
         spec.concurrency = self.flags.calls.max(1);
+        if let Some(path) = &self.groups {
+            spec.groups = some_workers::sim::spec::load_groups(path)?;
+        }
         Ok(spec)
     }
 
@@ -247,18 +288,225 @@ impl SimRun {
         let spec = self.spec()?;
         // Fail before recording anything on what cannot work.
         some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
+        for g in &spec.groups {
+            some_workers::llm::check_chat_model(&g.model, &g.endpoints).map_err(|e| anyhow::anyhow!("group {}: {e}", g.name))?;
+        }
         spec.personas.cast(spec.preset.agents())?;
         some_workers::sim::work::load_knowledge(lake, &spec.knowledge).await?;
+        let interventions = match &self.interventions {
+            None => None,
+            Some(path) => {
+                let text = read_interventions(path)?;
+                let events = interventions::check(&text, None, &spec, None).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                Some((path, events))
+            }
+        };
+        let Some(n) = self.replicates else {
+            return start(lake, &spec, interventions.as_ref(), &self.flags, self.until).await;
+        };
+        let mut failed = false;
+        for i in 0..n {
+            let mut replicate = spec.clone();
+            replicate.run_id = RunId::from(format!("{}-r{i}", spec.run_id));
+            replicate.seed = spec.seed + u64::from(i);
+            replicate.step.seed = Some(replicate.seed);
+            replicate.replicate = Some(Replicate { group: spec.run_id.to_string(), index: i, of: n });
+            if i > 0 {
+                let first = RunId::from(format!("{}-r0", spec.run_id));
+                replicate.fork = Some(Fork { parent: first.clone(), turn: Turn(0), agents_run: first });
+            }
+            failed |= start(lake, &replicate, interventions.as_ref(), &self.flags, self.until).await? != ExitCode::SUCCESS;
+        }
+        let last = RunId::from(format!("{}-r{}", spec.run_id, n - 1));
+        let worker = self.flags.worker();
+        let spec = load_sim(lake, &last).await?.spec;
+        if let Some((runs, figures)) = replicate_figures(lake, &spec, false, &worker.client, worker.threads).await? {
+            let mut out = String::new();
+            replicates_table(&figures, runs).text(&mut out);
+            print!("{out}");
+        }
+        Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    }
+}
+
+/// Records a run, stores its interventions and drives it.
+async fn start(
+    lake: &Lake,
+    spec: &SimSpec,
+    interventions: Option<&(&PathBuf, Vec<(Turn, Timed)>)>,
+    flags: &ExecFlags,
+    until: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    record_event(lake, spec, RunEvent::Submitted).await?;
+    if let Some((path, events)) = interventions {
+        interventions::submit(lake, spec, events, &path.display().to_string()).await?;
+        eprintln!("{} interventions from {} stored", events.len(), path.display());
+    }
+    eprintln!(
+        "simulation {}: {} agents ({} initial), {} turns, model {}",
+        spec.run_id,
+        spec.preset.agents(),
+        spec.preset.initial_agents,
+        spec.preset.turns(),
+        spec.model
+    );
+    coordinate(lake, spec, flags, until).await
+}
+
+#[derive(Debug, Args)]
+pub struct SimFork {
+    /// The run to fork.
+    pub parent: RunId,
+    /// The fork's first own turn: its state before it is the parent's
+    /// after turn AT - 1, read from the lake.
+    #[arg(long)]
+    pub at: u32,
+    /// Interventions of the fork (JSON lines, as `sim run --interventions`).
+    #[arg(long)]
+    pub interventions: Option<PathBuf>,
+    /// Rank feeds with another ranker from the fork on.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(some_sim::Rankers::builtin().names()))]
+    pub ranker: Option<String>,
+    /// Another model from the fork on (at --endpoint; none: built in).
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+    /// Another seed (activation draws and the model's sampling) from the fork on.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long)]
+    pub run_id: Option<RunId>,
+    /// Stop before this turn (resume later with `sim resume`).
+    #[arg(long)]
+    pub until: Option<u32>,
+    #[command(flatten)]
+    pub flags: ExecFlags,
+}
+
+impl SimFork {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let parent = load_sim(lake, &self.parent).await?.spec;
+        if self.at == 0 {
+            anyhow::bail!("a fork starts at turn 1 or later (turn 0 is the seeding): start a new run instead");
+        }
+        let base = some_workers::sim::SimState::load_until(lake, &parent, Some(Turn(self.at - 1))).await?;
+        if base.next_turn() != Turn(self.at) {
+            anyhow::bail!(
+                "run {} has committed {} turns: a fork at turn {} needs its turns 0 to {}",
+                self.parent,
+                base.next_turn(),
+                self.at,
+                self.at - 1
+            );
+        }
+        let mut spec = parent.clone();
+        spec.run_id = self.run_id.clone().unwrap_or_else(RunId::new_dated);
+        spec.fork = Some(Fork { parent: parent.run_id.clone(), turn: Turn(self.at), agents_run: parent.agents_run().clone() });
+        spec.replicate = None;
+        if let Some(ranker) = &self.ranker {
+            spec.ranker = some_sim::Rankers::builtin().choose(ranker).map_err(some_workers::Error::Invalid)?;
+        }
+        if let Some(model) = &self.model {
+            spec.model = model.clone();
+            spec.endpoints = self.endpoints.clone();
+        } else if !self.endpoints.is_empty() {
+            spec.endpoints = self.endpoints.clone();
+        }
+        if let Some(seed) = self.seed {
+            spec.seed = seed;
+            spec.step.seed = Some(seed);
+        }
+        spec.concurrency = self.flags.calls.max(1);
+        some_workers::llm::check_chat_model(&spec.model, &spec.endpoints)?;
+        let interventions = match &self.interventions {
+            None => None,
+            Some(path) => {
+                let text = read_interventions(path)?;
+                let events =
+                    interventions::check(&text, None, &spec, Some(&base)).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                Some((path, events))
+            }
+        };
         record_event(lake, &spec, RunEvent::Submitted).await?;
-        eprintln!(
-            "simulation {}: {} agents ({} initial), {} turns, model {}",
-            spec.run_id,
-            spec.preset.agents(),
-            spec.preset.initial_agents,
-            spec.preset.turns(),
-            spec.model
-        );
+        if let Some((path, events)) = interventions {
+            interventions::submit(lake, &spec, &events, &path.display().to_string()).await?;
+        }
+        eprintln!("simulation {}: a fork of {} at turn {}, {} turns in all", spec.run_id, self.parent, self.at, spec.preset.turns());
         coordinate(lake, &spec, &self.flags, self.until).await
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SimCompare {
+    /// A fork (`sim fork`).
+    pub fork: RunId,
+    /// The run to compare it with (default: its parent).
+    #[arg(long)]
+    pub with: Option<RunId>,
+    /// Bootstrap resamples of each interval.
+    #[arg(long, default_value_t = 2000)]
+    pub resamples: usize,
+    /// Seeds the resampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SimCompare {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let fork = load_sim(lake, &self.fork).await?.spec;
+        let other = match (&self.with, &fork.fork) {
+            (Some(with), _) => with.clone(),
+            (None, Some(f)) => f.parent.clone(),
+            (None, None) => anyhow::bail!("run {} is no fork: give --with RUN", self.fork),
+        };
+        let other = load_sim(lake, &other).await?.spec;
+        let c = compare_fork(lake, &fork, &other, self.resamples.max(1), self.seed).await?;
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&c)?);
+        } else {
+            print!("{}", c.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn read_interventions(path: &std::path::Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read the interventions file {}: {e}", path.display()))
+}
+
+#[derive(Debug, Args)]
+pub struct SimIntervene {
+    pub run_id: RunId,
+    /// The turn events without a turn of their own are taken at: the first
+    /// uncommitted turn at or after it.
+    #[arg(long)]
+    pub at: u32,
+    /// The interventions file (JSON lines, as `sim run --interventions`).
+    pub file: PathBuf,
+}
+
+impl SimIntervene {
+    pub async fn run(self, lake: &Lake) -> anyhow::Result<ExitCode> {
+        let record = load_sim(lake, &self.run_id).await?;
+        if record.cancelled {
+            anyhow::bail!("simulation {} was cancelled", self.run_id);
+        }
+        let spec = &record.spec;
+        let state = some_workers::sim::SimState::load(lake, spec).await?;
+        let text = read_interventions(&self.file)?;
+        let events = interventions::check(&text, Some(Turn(self.at)), spec, Some(&state))
+            .map_err(|e| anyhow::anyhow!("{}: {e}; nothing was applied", self.file.display()))?;
+        let batch = interventions::submit(lake, spec, &events, &self.file.display().to_string()).await?;
+        let first = events.first().map_or(self.at, |(t, _)| t.0);
+        println!(
+            "{} interventions stored as batch {batch}; the first is taken at turn {first} or the first turn after it that starts",
+            events.len()
+        );
+        Ok(ExitCode::SUCCESS)
     }
 }
 
@@ -424,7 +672,7 @@ impl SimStatus {
             let record = load_sim(lake, &self.run_id).await?;
             let spec = &record.spec;
             let g = some_workers::sim::state::glance(lake, spec).await?;
-            let (done, planned) = (g.turns.len(), spec.preset.turns() as usize);
+            let (done, planned) = (g.next_turn().0 as usize, spec.preset.turns() as usize);
             if record.cancelled {
                 return Ok(Some(format!("simulation {} cancelled after {done} of {planned} turns", self.run_id)));
             }
@@ -508,6 +756,16 @@ impl SimReportCmd {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
             print!("{}", render_text(&r));
+            if let Some((runs, figures)) = replicate_figures(lake, spec, !self.no_embedder, &worker.client, worker.threads).await? {
+                let mut out = String::from("\n");
+                replicates_table(&figures, runs).text(&mut out);
+                print!("{out}");
+            }
+            if let Some(fork) = spec.fork.as_ref().filter(|f| f.turn.0 > 0) {
+                let parent = load_sim(lake, &fork.parent).await?.spec;
+                println!();
+                print!("{}", compare_fork(lake, spec, &parent, 2000, 0).await?.render());
+            }
         }
         if let Some(path) = &self.html {
             std::fs::write(path, render_html(&r)).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;

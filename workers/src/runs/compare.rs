@@ -10,20 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
+use some_jobs::bootstrap::paired;
 use some_schemas::{QueryId, Task};
 
 use super::results::{FinalResult, Sample};
 
-/// A delta and its 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Delta {
-    pub baseline: f64,
-    pub run: f64,
-    pub delta: f64,
-    pub low: f64,
-    pub high: f64,
-}
+pub use some_jobs::bootstrap::Delta;
 
 /// One task's comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,20 +26,6 @@ pub struct TaskDelta {
     pub paired: usize,
     pub score: Delta,
     pub tcr: Delta,
-}
-
-/// Paired bootstrap of the mean of `diffs`: `resamples` resamples with
-/// replacement, percentile interval.
-fn bootstrap(pairs: &[(f64, f64)], resamples: usize, rng: &mut impl Rng) -> Delta {
-    let n = pairs.len();
-    let mean = |f: &dyn Fn(&(f64, f64)) -> f64| pairs.iter().map(f).sum::<f64>() / n as f64;
-    let (baseline, run) = (mean(&|p| p.0), mean(&|p| p.1));
-    let diffs: Vec<f64> = pairs.iter().map(|(b, r)| r - b).collect();
-    let mut means: Vec<f64> =
-        (0..resamples.max(1)).map(|_| (0..n).map(|_| diffs[rng.random_range(0..n)]).sum::<f64>() / n as f64).collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((means.len() - 1) as f64 * q).round() as usize];
-    Delta { baseline, run, delta: run - baseline, low: at(0.025), high: at(0.975) }
 }
 
 /// A query's mean score and TCR over the epochs it finished.
@@ -88,12 +67,7 @@ pub fn compare(
         .map(|(task, pairs)| {
             let scores: Vec<(f64, f64)> = pairs.iter().map(|(b, r)| (b.score, r.score)).collect();
             let tcrs: Vec<(f64, f64)> = pairs.iter().map(|(b, r)| (b.tcr, r.tcr)).collect();
-            TaskDelta {
-                task,
-                paired: pairs.len(),
-                score: bootstrap(&scores, resamples, &mut rng),
-                tcr: bootstrap(&tcrs, resamples, &mut rng),
-            }
+            TaskDelta { task, paired: pairs.len(), score: paired(&scores, resamples, &mut rng), tcr: paired(&tcrs, resamples, &mut rng) }
         })
         .collect()
 }
@@ -106,20 +80,6 @@ pub fn regressions(deltas: &[TaskDelta], threshold: f64) -> Vec<Task> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_interval_holds_the_delta_and_narrows_with_agreement() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        // Every pair improves by exactly 10: no spread at all.
-        let same: Vec<(f64, f64)> = (0..50).map(|i| (i as f64, i as f64 + 10.0)).collect();
-        let d = bootstrap(&same, 200, &mut rng);
-        assert_eq!((d.delta, d.low, d.high), (10.0, 10.0, 10.0));
-        // Half the pairs gain 100, half lose 100: mean 0, wide interval.
-        let noisy: Vec<(f64, f64)> = (0..40).map(|i| if i % 2 == 0 { (0.0, 100.0) } else { (100.0, 0.0) }).collect();
-        let d = bootstrap(&noisy, 500, &mut rng);
-        assert_eq!(d.delta, 0.0);
-        assert!(d.low < -20.0 && d.high > 20.0, "{d:?}");
-    }
 
     #[test]
     fn epochs_pair_by_query_on_their_means() {

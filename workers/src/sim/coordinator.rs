@@ -1,5 +1,7 @@
 //! The simulation's coordinator: a turn is one bulk-synchronous step.
 //!
+//! 0. Interventions due at the turn ([`super::interventions`]) change the
+//!    state first; they commit with the turn.
 //! 1. From the state at the start of the turn, decide who acts (the
 //!    preset's stage, each agent's plan and Pareto level, seeded draws) and
 //!    rank each active agent's feed.
@@ -21,12 +23,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use some_jobs::progress::Progress;
-use some_schemas::sim::{SimAgentRow, SimFeedRow, SimStepRow};
+use some_schemas::sim::{SimAgentRow, SimFeedRow, SimInterventionRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
 use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
 
+use super::interventions::{self, Pending};
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
 use super::spec::{SimSpec, load_sim};
 use super::state::SimState;
@@ -77,6 +80,7 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
     let end = Turn(spec.preset.turns().min(until.turn.map_or(u32::MAX, |t| t.0)));
     let mut out = Drive { digest: state.digest().map(str::to_string), ..Drive::default() };
     let mut turn = state.next_turn();
+    let mut pending = Pending::load(lake, spec).await?;
     let mut cancel_checked: Option<Instant> = None;
     while turn < end {
         // A read of the runs table: once a second is prompt enough, and
@@ -90,10 +94,16 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
             out.cancelled = true;
             return Ok(out);
         }
+        // Interventions submitted while the run goes are taken at the
+        // first turn that starts after they are seen.
+        if check && out.turns > 0 {
+            pending = Pending::load(lake, spec).await?;
+        }
+        let due = pending.due(turn);
         if let Some(v) = vectors.as_mut() {
             v.catch_up(&state.platform).await?;
         }
-        let active = one_turn(lake, queue, spec, &mut state, vectors.as_ref(), turn, &mut out, progress).await?;
+        let active = one_turn(lake, queue, spec, &mut state, vectors.as_ref(), turn, due, &mut out, progress).await?;
         out.turns += 1;
         out.agent_turns += active as u64;
         out.digest = state.digest().map(str::to_string);
@@ -165,11 +175,13 @@ async fn one_turn(
     state: &mut SimState,
     vectors: Option<&RankVectors>,
     turn: Turn,
+    due: Vec<SimInterventionRow>,
     out: &mut Drive,
     progress: &dyn Progress,
 ) -> Result<usize> {
     let started = Instant::now();
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
+    let intervened = interventions::apply(state, spec, turn, due)?;
     let (agents, feeds) = plan_turn(spec, state, vectors, turn, phase)?;
     let empty_feeds = match phase {
         Phase::Seeding => 0,
@@ -233,6 +245,12 @@ async fn one_turn(
     for parts in <[_; 4]>::from(encoded) {
         txn.write_parts(parts).await?;
     }
+    if !intervened.rows.is_empty() {
+        txn.write_rows(intervened.rows).await?;
+    }
+    if !intervened.posts.is_empty() {
+        txn.write_rows(intervened.posts).await?;
+    }
     txn.commit().await?;
     state.turns.push(turn_row);
     out.commit_time += committing.elapsed();
@@ -264,6 +282,7 @@ fn plan_turn(
 ) -> Result<(Vec<AgentTurn>, Vec<SimFeedRow>)> {
     let run = spec.run_id.as_str();
     let memory = |a: AgentId| state.memories.get(&a).cloned().unwrap_or_default();
+    let persona = |a: AgentId| state.changed.get(&a).cloned();
     let Some(stage) = spec.preset.stage(phase) else {
         // Seeding: initial agents write their seed posts, shown nothing;
         // one whose setup failed takes no part.
@@ -273,12 +292,18 @@ fn plan_turn(
             .filter(|a| a.setup_error.is_none())
             .map(|a| (a.persona.id, spec.preset.seed_posts_of(a.persona.id)))
             .filter(|(_, posts)| *posts > 0)
-            .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent) })
+            .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent), persona: persona(agent) })
             .collect();
         return Ok((agents, Vec::new()));
     };
-    let authors: BTreeSet<AgentId> =
-        state.agents.iter().map(|a| a.persona.id).filter(|id| spec.preset.kind_of(*id) == stage.browsing_authors).collect();
+    // News accounts that interventions opened are read in every stage.
+    let authors: BTreeSet<AgentId> = state
+        .agents
+        .iter()
+        .map(|a| a.persona.id)
+        .filter(|id| spec.preset.kind_of(*id) == stage.browsing_authors)
+        .chain(state.platform.news_accounts().map(|(_, a)| a))
+        .collect();
     // `drive` computes the vectors before any turn for a ranker that needs them.
     let ranker = Rankers::builtin().build(&spec.ranker, &vectors.map(RankVectors::content).unwrap_or_default()).map_err(Error::Invalid)?;
     let ranker_name = ranker.name();
@@ -300,7 +325,7 @@ fn plan_turn(
             .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.clone() })
             .collect();
         let posts = if act.posting { plan.posts_per_posting() } else { 0 };
-        agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id) });
+        agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id), persona: persona(id) });
     }
     Ok((agents, rows))
 }

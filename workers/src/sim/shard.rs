@@ -34,6 +34,9 @@ pub struct AgentTurn {
     pub posts: u32,
     pub feed: Vec<FeedPost>,
     pub memory: Memory,
+    /// The persona as interventions changed it; `None` for the one set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<Persona>,
 }
 
 /// What a shard asks for.

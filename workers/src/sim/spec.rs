@@ -9,7 +9,8 @@ use datafusion::prelude::{col, lit};
 use serde::{Deserialize, Serialize};
 use some_schemas::sim::{SimRunRow, sim_runs};
 use some_schemas::{RunEvent, RunId, Timestamp};
-use some_sim::{AgentId, FeedSettings, Persona, Preset, RankerChoice, StepSettings, agent::persona_sets};
+use some_sim::agent::select::Selector;
+use some_sim::{AgentId, FeedSettings, Persona, Preset, RankerChoice, StepSettings, Turn, agent::persona_sets};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;
@@ -193,9 +194,114 @@ pub struct SimSpec {
     pub shard_size: usize,
     /// Agents of one shard acting at once.
     pub concurrency: usize,
+    /// Where a counterfactual fork branches off its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<Fork>,
+    /// Agents answered by models of their own (`sim run --groups`); the
+    /// first group an agent matches is its group, the others use `model`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<ModelGroup>,
+    /// Which of a set of replicates this run is (`sim run --replicates`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicate: Option<Replicate>,
+}
+
+/// Agents with a model of their own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelGroup {
+    pub name: String,
+    /// A [`Selector`] of what agents have before setup (ids, kind, share,
+    /// username, description), so an agent's group is the same for its
+    /// setup and every turn.
+    pub agents: String,
+    pub model: String,
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+}
+
+impl ModelGroup {
+    pub fn selector(&self) -> std::result::Result<Selector, String> {
+        let s = Selector::parse(&self.agents)?;
+        if !s.before_setup() {
+            return Err(format!(
+                "group {}: agents {:?} reads an enriched persona field, which setup only makes: choose by ids, kind, share, username or description",
+                self.name, self.agents
+            ));
+        }
+        Ok(s)
+    }
+}
+
+/// Reads a groups file: one JSON object per line, `{"name", "agents",
+/// "model", "endpoints"}`; a bad line is an error naming it.
+pub fn load_groups(path: &std::path::Path) -> Result<Vec<ModelGroup>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Invalid(format!("cannot read the groups file {}: {e}", path.display())))?;
+    let mut out: Vec<ModelGroup> = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+        let at = |e: String| Error::Invalid(format!("{} line {}: {e}", path.display(), i + 1));
+        let group: ModelGroup = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        group.selector().map_err(at)?;
+        if out.iter().any(|g| g.name == group.name) {
+            return Err(at(format!("the group name {:?} is used twice", group.name)));
+        }
+        out.push(group);
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(format!("the groups file {} has no group", path.display())));
+    }
+    Ok(out)
 }
 
 impl SimSpec {
+    /// The group of an agent (an index of `groups`), by its persona as set
+    /// up or as loaded; `None` for the run's own model.
+    pub fn group_of(&self, persona: &Persona) -> Option<usize> {
+        let kind = self.preset.kind_of(persona.id);
+        self.groups.iter().position(|g| g.selector().is_ok_and(|s| s.matches(persona, kind, self.seed)))
+    }
+
+    /// An agent's group's name, or "default".
+    pub fn group_name(&self, persona: &Persona) -> &str {
+        self.group_of(persona).map_or("default", |i| self.groups[i].name.as_str())
+    }
+}
+
+/// One of `of` runs of one configuration with seeds `seed + index`; the
+/// first sets the agents up and the others share its setup (a fork at
+/// turn 0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replicate {
+    /// The runs are named `GROUP-r0`, `GROUP-r1`, ...
+    pub group: String,
+    pub index: u32,
+    pub of: u32,
+}
+
+/// A run that goes on from another's committed state (`some sim fork`):
+/// its turns before `turn` are the parent's, read from the lake. At turn 0
+/// it shares only the parent's agents as set up (a replicate).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fork {
+    pub parent: RunId,
+    /// The fork's first own turn.
+    pub turn: Turn,
+    /// The run whose `sim_agents` rows are the agents (the first of a
+    /// line of forks).
+    pub agents_run: RunId,
+}
+
+impl SimSpec {
+    /// The run whose `sim_agents` rows hold this run's agents.
+    pub fn agents_run(&self) -> &RunId {
+        self.fork.as_ref().map_or(&self.run_id, |f| &f.agents_run)
+    }
+
+    /// The first turn this run commits itself (0 unless a fork).
+    pub fn first_turn(&self) -> Turn {
+        self.fork.as_ref().map_or(Turn(0), |f| f.turn)
+    }
+
     /// A run of `preset` by `model` at `endpoints` with the paper's settings.
     pub fn new(run_id: RunId, model: &str, endpoints: Vec<String>, preset: Preset, personas: PersonaSet) -> SimSpec {
         SimSpec {
@@ -215,6 +321,9 @@ impl SimSpec {
             max_setup_failures: 0.5,
             shard_size: 50,
             concurrency: 8,
+            fork: None,
+            replicate: None,
+            groups: Vec::new(),
         }
     }
 }

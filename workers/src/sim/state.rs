@@ -4,25 +4,28 @@
 //! its last committed step. This is all a coordinator starts from, so a
 //! resumed run goes on exactly where the last committed turn left it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use datafusion::prelude::{Expr, col, lit};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use some_schemas::sim::{
     SimActionRow, SimAgentRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps, sim_turns,
 };
 use some_sim::evaluation::health::{StageHealth, stage_health};
 use some_sim::evaluation::live::{self, Recent};
+use some_sim::platform::intervention::{self, Event};
 use some_sim::rows::actions_from_rows;
-use some_sim::{AgentId, Memory, Platform, Turn};
+use some_sim::{AgentId, Memory, Persona, Platform, Turn};
 
 use super::shard::{read_results, uncommitted_steps};
-use super::spec::SimSpec;
+use super::spec::{SimSpec, load_sim};
 use super::work::{Agent, load_agents};
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 
 /// Where a run stands.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SimState {
     /// Every agent of the run, once all are set up (else empty).
     pub agents: Vec<Agent>,
@@ -30,9 +33,31 @@ pub struct SimState {
     pub memories: HashMap<AgentId, Memory>,
     /// The turns committed so far, in order.
     pub turns: Vec<SimTurnRow>,
+    /// Personas interventions changed, as they are now; sent with the
+    /// agents' steps (workers know the personas as set up).
+    pub changed: BTreeMap<AgentId, Persona>,
 }
 
 impl SimState {
+    /// Applies interventions at the start of `turn`: the platform and the
+    /// personas they change.
+    pub fn intervene(&mut self, turn: Turn, events: &[Event]) -> Vec<intervention::Applied> {
+        for e in events {
+            if let Event::Persona { agent, .. } = e
+                && let Some(a) = self.agents.get(*agent as usize)
+            {
+                self.changed.entry(a.persona.id).or_insert_with(|| a.persona.clone());
+            }
+        }
+        let out = self.platform.intervene(turn, events, &mut self.changed);
+        for (id, persona) in &self.changed {
+            if let Some(a) = self.agents.get_mut(id.0 as usize) {
+                a.persona = persona.clone();
+            }
+        }
+        out
+    }
+
     /// The first turn not committed yet.
     pub fn next_turn(&self) -> Turn {
         Turn(self.turns.len() as u32)
@@ -49,25 +74,94 @@ impl SimState {
 
     /// Reads and replays the run.
     pub async fn load(lake: &Lake, spec: &SimSpec) -> Result<SimState> {
-        let run = spec.run_id.as_str();
-        let ctx = lake.session().await?;
-        let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(lit(run)))).await?;
-        turns.sort_by_key(|t| t.turn);
-        // A turn is committed by its one `sim_turns` row, and turns commit
-        // in order; anything else was not written by a coordinator.
-        if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.turn != *i as i64) {
-            return Err(Error::Invalid(format!(
-                "sim_turns of run {run}: expected turn {i}, found turn {} (a turn is missing or repeated)",
-                t.turn
-            )));
+        SimState::load_until(lake, spec, None).await
+    }
+
+    /// Reads and replays the run up to committed turn `until` (all when
+    /// `None`). A fork starts from its parent's state before its first
+    /// turn, read the same way, and replays its own turns on top.
+    pub fn load_until<'a>(lake: &'a Lake, spec: &'a SimSpec, until: Option<Turn>) -> BoxFuture<'a, Result<SimState>> {
+        async move {
+            let run = spec.run_id.as_str();
+            let first = spec.first_turn();
+            let last_wanted = until.map_or(i64::MAX, |t| i64::from(t.0));
+            let ctx = lake.session().await?;
+            let own = col(sim_turns::run_id).eq(lit(run)).and(col(sim_turns::turn).lt_eq(lit(last_wanted)));
+            let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(own)).await?;
+            turns.sort_by_key(|t| t.turn);
+            // A turn is committed by its one `sim_turns` row, and turns commit
+            // in order; anything else was not written by a coordinator.
+            if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.turn != i64::from(first.0) + *i as i64) {
+                return Err(Error::Invalid(format!(
+                    "sim_turns of run {run}: expected turn {}, found turn {} (a turn is missing or repeated)",
+                    i64::from(first.0) + i as i64,
+                    t.turn
+                )));
+            }
+            let mut state = match &spec.fork {
+                Some(fork) if first == Turn(0) => SimState::fresh(lake, spec, !turns.is_empty()).await?.ok_or_else(|| {
+                    Error::Invalid(format!("run {run} shares the setup of run {}, whose agents are not all set up", fork.agents_run))
+                })?,
+                Some(fork) if until.is_some_and(|u| u < first) => {
+                    return SimState::load_until(lake, &load_sim(lake, &fork.parent).await?.spec, until).await;
+                }
+                Some(fork) => {
+                    let parent = load_sim(lake, &fork.parent).await?.spec;
+                    let base = SimState::load_until(lake, &parent, Some(Turn(first.0 - 1))).await?;
+                    if base.next_turn() != first {
+                        return Err(Error::Invalid(format!(
+                            "run {run} forks {} at turn {first}, but the parent has committed only {} turns",
+                            fork.parent,
+                            base.next_turn()
+                        )));
+                    }
+                    base
+                }
+                None => match SimState::fresh(lake, spec, !turns.is_empty()).await? {
+                    Some(state) => state,
+                    None => return Ok(SimState { turns, ..SimState::default() }),
+                },
+            };
+            let last = turns.last().map_or(i64::from(first.0) - 1, |t| t.turn);
+            let filter = col(sim_actions::run_id).eq(lit(run)).and(col(sim_actions::turn).lt_eq(lit(last)));
+            let rows: Vec<SimActionRow> = lake.read(&ctx, Some(filter)).await?;
+            let mut replayed = actions_from_rows(rows).map_err(Error::Invalid)?.into_iter().peekable();
+            let mut interventions = super::interventions::applied(lake, spec, last).await?;
+            for t in turns {
+                let turn = Turn(t.turn as u32);
+                super::interventions::apply(&mut state, spec, turn, interventions.remove(&t.turn).unwrap_or_default())?;
+                let actions = match replayed.peek() {
+                    Some((at, _)) if *at == turn => replayed.next().map(|(_, a)| a).unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                state.platform.apply_turn(turn, actions);
+                let digest = state.platform.history_digest();
+                if digest != t.state_digest {
+                    return Err(Error::Invalid(format!(
+                        "replaying turn {} of run {run} gives state {digest}, the lake recorded {}: its sim_actions or sim_interventions rows were changed, or written by another build",
+                        t.turn, t.state_digest
+                    )));
+                }
+                state.turns.push(t);
+            }
+            // The fork's own steps are later than any of its parent's.
+            state.memories.extend(memories_at(lake, spec, last).await?);
+            Ok(state)
         }
-        let mut known = load_agents(lake, &spec.run_id).await?;
+        .boxed()
+    }
+
+    /// A run's agents as set up, on the platform they start on; `None` while
+    /// not all are set up (an error if turns were committed all the same).
+    async fn fresh(lake: &Lake, spec: &SimSpec, has_turns: bool) -> Result<Option<SimState>> {
+        let run = spec.agents_run().as_str();
+        let mut known = load_agents(lake, spec.agents_run()).await?;
         let n = spec.preset.agents();
         if (known.len() as u32) < n {
-            if !turns.is_empty() {
+            if has_turns {
                 return Err(Error::Invalid(format!("run {run} has committed turns but only {} of its {n} agents", known.len())));
             }
-            return Ok(SimState { agents: Vec::new(), platform: Platform::new(), memories: HashMap::new(), turns });
+            return Ok(None);
         }
         let agents = (0..n)
             .map(|i| {
@@ -76,43 +170,48 @@ impl SimState {
                     .ok_or_else(|| Error::Invalid(format!("sim_agents of run {run} lacks agent {i} (ids must be 0..{n})")))
             })
             .collect::<Result<Vec<Agent>>>()?;
-        let mut platform = initial_platform(&agents)?;
-        let last = turns.last().map_or(-1, |t| t.turn);
-        let filter = |turn_col: &str, run_col: &str| col(run_col).eq(lit(run)).and(col(turn_col).lt_eq(lit(last)));
-        let rows: Vec<SimActionRow> = lake.read(&ctx, Some(filter(sim_actions::turn, sim_actions::run_id))).await?;
-        let mut replayed = actions_from_rows(rows).map_err(Error::Invalid)?.into_iter().peekable();
-        for t in &turns {
-            let turn = Turn(t.turn as u32);
-            let actions = match replayed.peek() {
-                Some((at, _)) if *at == turn => replayed.next().map(|(_, a)| a).unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            platform.apply_turn(turn, actions);
-            let digest = platform.history_digest();
-            if digest != t.state_digest {
-                return Err(Error::Invalid(format!(
-                    "replaying turn {} of run {run} gives state {digest}, the lake recorded {}: its sim_actions rows were changed, or written by another build",
-                    t.turn, t.state_digest
-                )));
-            }
+        let platform = initial_platform(&agents)?;
+        Ok(Some(SimState { agents, platform, ..SimState::default() }))
+    }
+}
+
+/// Each agent's memory after its last step in this run at or before
+/// `turn`; an agent that has not stepped yet has none.
+async fn memories_at(lake: &Lake, spec: &SimSpec, turn: i64) -> Result<HashMap<AgentId, Memory>> {
+    let run = spec.run_id.as_str();
+    let filter = col(sim_steps::run_id).eq(lit(run)).and(col(sim_steps::turn).lt_eq(lit(turn)));
+    let steps: Vec<SimStepRow> = lake.read(&lake.session().await?, Some(filter)).await?;
+    let mut latest: HashMap<AgentId, SimStepRow> = HashMap::new();
+    for s in steps {
+        let agent = AgentId(s.agent_id as u32);
+        if latest.get(&agent).is_none_or(|l| l.turn < s.turn) {
+            latest.insert(agent, s);
         }
-        let steps: Vec<SimStepRow> = lake.read(&ctx, Some(filter(sim_steps::turn, sim_steps::run_id))).await?;
-        let mut latest: HashMap<AgentId, SimStepRow> = HashMap::new();
-        for s in steps {
-            let agent = AgentId(s.agent_id as u32);
-            if latest.get(&agent).is_none_or(|l| l.turn < s.turn) {
-                latest.insert(agent, s);
-            }
-        }
-        let mut memories = HashMap::with_capacity(latest.len());
-        for (agent, s) in latest {
-            let memory: Memory = serde_json::from_str(&s.memory).map_err(|e| {
+    }
+    latest
+        .into_iter()
+        .map(|(agent, s)| {
+            let memory = serde_json::from_str(&s.memory).map_err(|e| {
                 Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn))
             })?;
-            memories.insert(agent, memory);
-        }
-        Ok(SimState { agents, platform, memories, turns })
+            Ok((agent, memory))
+        })
+        .collect()
+}
+
+/// Where a fork's history before its first turn comes from: each run of
+/// its line with the turn its part ends before, oldest first; empty for a
+/// run that is no fork.
+pub async fn lineage(lake: &Lake, spec: &SimSpec) -> Result<Vec<(SimSpec, Turn)>> {
+    let mut out = Vec::new();
+    let mut at = spec.clone();
+    while let Some(fork) = at.fork.clone() {
+        let parent = load_sim(lake, &fork.parent).await?.spec;
+        out.push((parent.clone(), fork.turn));
+        at = parent;
     }
+    out.reverse();
+    Ok(out)
 }
 
 /// Where a run stands, as `some sim status` shows it.
@@ -136,7 +235,7 @@ pub async fn progress(lake: &Lake, spec: &SimSpec) -> Result<SimProgress> {
 /// for `next` (the turn not committed yet).
 async fn setup_and_steps(lake: &Lake, spec: &SimSpec, next: Turn) -> Result<(usize, usize, usize)> {
     let ctx = lake.session().await?;
-    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(lit(spec.run_id.as_str())))).await?;
+    let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(col(sim_agents::run_id).eq(lit(spec.agents_run().as_str())))).await?;
     // The next turn's shards write their steps before the turn commits:
     // they are files the log does not name yet.
     let mut pending = 0;
@@ -150,8 +249,10 @@ async fn setup_and_steps(lake: &Lake, spec: &SimSpec, next: Turn) -> Result<(usi
 /// few seconds.
 #[derive(Debug, Clone)]
 pub struct SimGlance {
-    /// The turns committed so far, in order.
+    /// The turns this run committed so far, in order (a fork's from its first).
     pub turns: Vec<SimTurnRow>,
+    /// The run's first own turn.
+    pub first: Turn,
     pub agents_set_up: usize,
     pub setup_failed: usize,
     /// Agent steps already written for the turn not yet committed.
@@ -161,7 +262,7 @@ pub struct SimGlance {
 impl SimGlance {
     /// The first turn not committed yet.
     pub fn next_turn(&self) -> Turn {
-        Turn(self.turns.len() as u32)
+        Turn(self.first.0 + self.turns.len() as u32)
     }
 }
 
@@ -171,9 +272,10 @@ pub async fn glance(lake: &Lake, spec: &SimSpec) -> Result<SimGlance> {
     let ctx = lake.session().await?;
     let mut turns: Vec<SimTurnRow> = lake.read(&ctx, Some(col(sim_turns::run_id).eq(lit(spec.run_id.as_str())))).await?;
     turns.sort_by_key(|t| t.turn);
-    let next = Turn(turns.len() as u32);
+    let first = spec.first_turn();
+    let next = Turn(first.0 + turns.len() as u32);
     let (agents_set_up, setup_failed, steps_in_progress) = setup_and_steps(lake, spec, next).await?;
-    Ok(SimGlance { turns, agents_set_up, setup_failed, steps_in_progress })
+    Ok(SimGlance { turns, first, agents_set_up, setup_failed, steps_in_progress })
 }
 
 /// The last `last` of the committed `turns`: actions per kind in each and
@@ -197,7 +299,7 @@ pub async fn recent(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow], last: usi
     let names: HashMap<i64, String> = if authors.is_empty() {
         HashMap::new()
     } else {
-        let filter = col(sim_agents::run_id).eq(lit(run)).and(col(sim_agents::agent_id).in_list(authors, false));
+        let filter = col(sim_agents::run_id).eq(lit(spec.agents_run().as_str())).and(col(sim_agents::agent_id).in_list(authors, false));
         let agents: Vec<SimAgentRow> = lake.read(&ctx, Some(filter)).await?;
         agents.into_iter().map(|a| (a.agent_id, a.username)).collect()
     };
@@ -206,7 +308,11 @@ pub async fn recent(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow], last: usi
 }
 
 /// Each stage's activity over the committed turns ([`some_sim::evaluation::health`]).
+/// A fork's turns before its first are its parent's, not counted here.
 pub async fn health(lake: &Lake, spec: &SimSpec, turns: &[SimTurnRow]) -> Result<Vec<StageHealth>> {
+    let first = i64::from(spec.first_turn().0);
+    let turns: Vec<SimTurnRow> = turns.iter().filter(|t| t.turn >= first).cloned().collect();
+    let turns = turns.as_slice();
     let Some(last) = turns.iter().map(|t| t.turn).max() else { return Ok(Vec::new()) };
     let run = lit(spec.run_id.as_str());
     let filter = col(sim_actions::run_id).eq(run).and(col(sim_actions::turn).lt_eq(lit(last)));

@@ -18,6 +18,7 @@ use some_jobs::progress::Progress;
 use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow, sim_agents};
 use some_schemas::{KnowledgeRow, RunId};
 use some_sim::agent::dynamic::Relevance;
+use some_sim::agent::select::Selector;
 use some_sim::agent::{enrich, plan};
 use some_sim::error::AskError;
 use some_sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, agent_step};
@@ -35,6 +36,8 @@ pub struct SimRunner {
     lake: Lake,
     spec: SimSpec,
     model: Arc<dyn ChatModel>,
+    /// Each model group's selector and model, in the spec's order.
+    groups: Vec<(Selector, Arc<dyn ChatModel>)>,
     embedder: Option<Arc<dyn Embedder>>,
     knowledge: Option<PassageStore>,
     /// Personas and plans as set up; read at the first turn shard.
@@ -44,6 +47,11 @@ pub struct SimRunner {
 impl SimRunner {
     pub async fn for_spec(lake: &Lake, spec: &SimSpec, client: &ClientSettings, threads: usize) -> Result<SimRunner> {
         let model = chat_model(&spec.model, &spec.endpoints, client, threads)?;
+        let groups = spec
+            .groups
+            .iter()
+            .map(|g| Ok((g.selector().map_err(Error::Invalid)?, chat_model(&g.model, &g.endpoints, client, threads)?)))
+            .collect::<Result<_>>()?;
         let embedder = match spec.relevance {
             RelevanceSource::Tfidf => None,
             RelevanceSource::Embedder => Some(installed_embedder(&spec.embedding_model)?.ok_or_else(|| {
@@ -51,7 +59,7 @@ impl SimRunner {
             })?),
         };
         let knowledge = load_knowledge(lake, &spec.knowledge).await?;
-        Ok(SimRunner { lake: lake.clone(), spec: spec.clone(), model, embedder, knowledge, agents: OnceCell::new() })
+        Ok(SimRunner { lake: lake.clone(), spec: spec.clone(), model, groups, embedder, knowledge, agents: OnceCell::new() })
     }
 
     /// Runs one shard unless its results are written already.
@@ -113,8 +121,16 @@ impl SimRunner {
         futures::stream::iter(tasks).buffered(self.spec.concurrency.max(1)).try_collect().await
     }
 
+    /// The model of the agent's group ([`SimSpec::group_of`]).
+    fn model_for(&self, persona: &Persona) -> &dyn ChatModel {
+        let kind = self.spec.preset.kind_of(persona.id);
+        let group = self.groups.iter().find(|(s, _)| s.matches(persona, kind, self.spec.seed));
+        group.map_or(self.model.as_ref(), |(_, m)| m.as_ref())
+    }
+
     async fn set_up(&self, new: &NewAgent) -> Result<SimAgentRow> {
         let (settings, run_id) = (&self.spec.step, self.spec.run_id.as_str());
+        let model = self.model_for(&new.persona);
         let mut persona = new.persona.clone();
         let recorded = |e: AskError| match e {
             AskError::Model(e) => Err(Error::Model(e)),
@@ -122,7 +138,7 @@ impl SimRunner {
         };
         let mut error = None;
         if self.spec.enrich {
-            match enrich::enrich(self.model.as_ref(), &persona, settings.max_attempts, settings.seed).await {
+            match enrich::enrich(model, &persona, settings.max_attempts, settings.seed).await {
                 Ok(done) => persona.profile = Some(done.value),
                 Err(e) => error = Some(format!("enrichment: {}", recorded(e)?)),
             }
@@ -130,7 +146,7 @@ impl SimRunner {
         // Initial agents only write their seed posts: they need no plan.
         let mut plan = None;
         if error.is_none() && new.kind == AgentKind::Regular {
-            match plan::make(self.model.as_ref(), &persona, new.activity, settings.max_attempts, settings.seed).await {
+            match plan::make(model, &persona, new.activity, settings.max_attempts, settings.seed).await {
                 Ok(done) => plan = Some(done.value),
                 Err(e) => error = Some(format!("planning: {}", recorded(e)?)),
             }
@@ -142,6 +158,7 @@ impl SimRunner {
         let Agent { persona, plan, .. } = known
             .get(&turn.agent)
             .ok_or_else(|| Error::Invalid(format!("agent {} has no set-up row in sim_agents of run {}", turn.agent, self.spec.run_id)))?;
+        let persona = turn.persona.as_ref().unwrap_or(persona);
         let idle = Plan::idle();
         let input = StepInput {
             persona,
@@ -155,7 +172,7 @@ impl SimRunner {
             Some(e) => Relevance::Embedder(e.as_ref()),
             None => Relevance::TfIdf,
         };
-        let ctx = StepContext { model: self.model.as_ref(), relevance, knowledge: self.knowledge.as_ref(), settings: &self.spec.step };
+        let ctx = StepContext { model: self.model_for(persona), relevance, knowledge: self.knowledge.as_ref(), settings: &self.spec.step };
         let step = agent_step(input, ctx).await.map_err(|e| match e {
             some_sim::StepError::Model(e) => Error::Model(e),
             some_sim::StepError::Embed(e) => Error::Embed(e),
@@ -165,7 +182,7 @@ impl SimRunner {
 
     /// The run's agents as set up, read once.
     async fn agents(&self) -> Result<&HashMap<AgentId, Agent>> {
-        self.agents.get_or_try_init(|| load_agents(&self.lake, &self.spec.run_id)).await
+        self.agents.get_or_try_init(|| load_agents(&self.lake, self.spec.agents_run())).await
     }
 }
 

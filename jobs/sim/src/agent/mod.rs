@@ -9,6 +9,8 @@
 //! - What it knows: [`knowledge`] (the knowledge boundary), [`tfidf`] and
 //!   [`bm25`] (its retrieval), [`passages`] (JSONL passage files and the
 //!   built-in WordNet corpus).
+//! - Asking it: [`interview`] (interviews and surveys as of a turn),
+//!   [`select`] (choosing agents by id, kind, share or persona field).
 //! - Its turn: [`dynamic`] (the dynamic persona), [`memory`], [`reflect`]
 //!   (reflection and summaries), [`decide`] and [`decide_feed`] (the action
 //!   prompts, per post or for the whole feed), and [`step`], which runs
@@ -20,6 +22,7 @@ pub mod decide;
 pub mod decide_feed;
 pub mod dynamic;
 pub mod enrich;
+pub mod interview;
 pub mod knowledge;
 pub mod memory;
 pub mod passages;
@@ -27,6 +30,7 @@ pub mod persona;
 pub mod persona_sets;
 pub mod plan;
 pub mod reflect;
+pub mod select;
 pub mod step;
 pub mod tfidf;
 

@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use futures::StreamExt;
 use serde::Serialize;
 use some_schemas::sim::{
-    ActionKind, ActionStatus, AgentKind, ReviewKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimPostRow, SimReviewRow,
-    SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows, sim_posts,
+    ActionKind, ActionStatus, AgentKind, ReviewKind, SimActionRow, SimAgentRow, SimFeedRow, SimFollowRow, SimInterviewRow, SimPostRow,
+    SimReviewRow, SimTurnRow, sim_actions, sim_agents, sim_feeds, sim_follows, sim_posts,
 };
 
 use crate::agent::activity::{Phase, Preset};
@@ -45,6 +45,7 @@ use crate::agent::step::StepFailure;
 use crate::agent::tfidf;
 use crate::error::excerpt;
 use crate::evaluation::health::{self, StageHealth};
+use crate::evaluation::interviews::{self, QuestionSummary};
 use crate::evaluation::metrics::{self, Exposure, FOLLOWER_BINS};
 use crate::evaluation::quality;
 use crate::evaluation::report_human::{self, HumanReport};
@@ -74,6 +75,15 @@ pub struct ReportInput<'a> {
     /// Parts of steps skipped because a reply could not be used, with
     /// their turn (from `sim_steps.failures`).
     pub skipped: &'a [(i64, StepFailure)],
+    /// Every interview's answers (`some sim interview`).
+    pub interviews: &'a [SimInterviewRow],
+    /// Posts the run's agents were shown that are not their own texts in
+    /// it: news posts interventions injected, and a fork's parent's posts
+    /// from before the fork. Feeds and engagement count them; the text
+    /// metrics (distinct-n, own posts, the judge) leave them out.
+    pub context: &'a BTreeSet<i64>,
+    /// Each agent's model group, when the run has groups (else empty).
+    pub groups: &'a BTreeMap<i64, String>,
     pub preset: &'a Preset,
 }
 
@@ -120,6 +130,10 @@ pub struct SimReport {
     pub health: Vec<StageHealth>,
     /// Imported human scores, when there are any.
     pub human: Option<HumanReport>,
+    /// The run's interviews and surveys, tabulated.
+    pub interviews: Vec<QuestionSummary>,
+    /// What each model group did, when the run has groups.
+    pub by_group: Vec<GroupFigures>,
     pub caveats: Vec<String>,
 }
 
@@ -236,6 +250,55 @@ pub struct TurnActions {
 pub struct ErrorCause {
     pub cause: String,
     pub count: u64,
+}
+
+/// What one model group's agents did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupFigures {
+    pub group: String,
+    pub agents: usize,
+    /// Agent-turns in which the group's agents acted.
+    pub active: usize,
+    pub applied: BTreeMap<ActionKind, u64>,
+    pub posts: usize,
+    /// Distinct-2 (×100) of its agents' posts.
+    pub distinct_2: Option<f64>,
+}
+
+/// Per model group: agents, activity, applied actions and posts.
+fn by_group(input: &ReportInput<'_>, acts: &[Act<'_>], posts: &BTreeMap<i64, (&SimPostRow, u32)>) -> Vec<GroupFigures> {
+    let mut out: BTreeMap<&str, (GroupFigures, BTreeSet<(i64, i64)>, Vec<&str>)> = BTreeMap::new();
+    let blank = |g: &str| {
+        (
+            GroupFigures { group: g.to_string(), agents: 0, active: 0, applied: BTreeMap::new(), posts: 0, distinct_2: None },
+            BTreeSet::new(),
+            Vec::new(),
+        )
+    };
+    for g in input.groups.values() {
+        out.entry(g.as_str()).or_insert_with(|| blank(g)).0.agents += 1;
+    }
+    for a in acts {
+        let Some(g) = input.groups.get(&a.row.agent_id) else { continue };
+        let entry = out.entry(g.as_str()).or_insert_with(|| blank(g));
+        entry.1.insert((a.row.turn, a.row.agent_id));
+        if a.applied && a.first && a.kind != ActionKind::Browse {
+            *entry.0.applied.entry(a.kind).or_default() += 1;
+        }
+    }
+    for (p, _) in posts.values().filter(|(p, _)| p.parent_post_id.is_none() && !input.context.contains(&p.post_id)) {
+        if let Some(g) = input.groups.get(&p.author_id) {
+            out.entry(g.as_str()).or_insert_with(|| blank(g)).2.push(&p.content);
+        }
+    }
+    out.into_values()
+        .map(|(mut f, active, texts)| {
+            f.active = active.len();
+            f.posts = texts.len();
+            f.distinct_2 = metrics::distinct_n(&texts, 2).map(|d| d * 100.0);
+            f
+        })
+        .collect()
 }
 
 /// A post by applied likes, reblogs and comments.
@@ -443,7 +506,7 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
     let mut posts: BTreeMap<i64, (&SimPostRow, u32)> = BTreeMap::new();
     for p in input.posts {
         let at = || format!("post {}", p.post_id);
-        if !agents.contains_key(&p.author_id) {
+        if !agents.contains_key(&p.author_id) && !input.context.contains(&p.post_id) {
             return Err(row_error(sim_posts::TABLE, at(), format!("author {} is not an agent of the run", p.author_id)));
         }
         if posts.insert(p.post_id, (p, stage_of(preset, sim_posts::TABLE, p.turn)?)).is_some() {
@@ -461,7 +524,7 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
     let persona_text = |a: &i64| agents[a].text.as_str();
     let own: Vec<(u32, &str, &str)> = posts
         .values()
-        .filter(|(p, _)| p.parent_post_id.is_none())
+        .filter(|(p, _)| p.parent_post_id.is_none() && !input.context.contains(&p.post_id))
         .map(|(p, stage)| (*stage, persona_text(&p.author_id), p.content.as_str()))
         .collect();
 
@@ -518,7 +581,7 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
         .collect();
 
     let mut texts: BTreeMap<(u32, TextKind), Vec<&str>> = BTreeMap::new();
-    for (p, stage) in posts.values() {
+    for (p, stage) in posts.values().filter(|(p, _)| !input.context.contains(&p.post_id)) {
         texts.entry((*stage, TextKind::of(p))).or_default().push(&p.content);
     }
     let diversity = texts
@@ -549,7 +612,7 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
         .collect();
     let (quality, judged) = match judge {
         Some(j) => {
-            let (q, ratings) = judge_quality(j, &agents, &posts, &reviewed).await?;
+            let (q, ratings) = judge_quality(j, &agents, &posts, &reviewed, input.context).await?;
             (Some(q), Some(ratings))
         }
         None => (None, None),
@@ -562,8 +625,23 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
     };
     let run = run_facts(&input, &agents, embedder);
     let health = health::stage_health(input.turns, input.actions);
-    let mut report =
-        SimReport { run, diversity, engagement, own_posts, followers, actions, top_posts, quality, human, health, caveats: Vec::new() };
+    let interviews = interviews::tabulate(input.interviews).map_err(|(at, cause)| row_error("sim_interviews", at, cause))?;
+    let by_group = by_group(&input, &acts, &posts);
+    let mut report = SimReport {
+        run,
+        diversity,
+        engagement,
+        own_posts,
+        followers,
+        actions,
+        top_posts,
+        quality,
+        human,
+        health,
+        interviews,
+        by_group,
+        caveats: Vec::new(),
+    };
     report.caveats = caveats(&report, preset);
     Ok(report)
 }
@@ -571,7 +649,8 @@ pub async fn build(input: ReportInput<'_>, embedder: Option<&dyn Embedder>, judg
 fn run_facts(input: &ReportInput<'_>, agents: &BTreeMap<i64, Agent<'_>>, embedder: Option<&dyn Embedder>) -> RunFacts {
     let count = |k| agents.values().filter(|a| a.kind == k).count();
     let last = input.turns.iter().max_by_key(|t| t.turn);
-    let comments = input.posts.iter().filter(|p| p.parent_post_id.is_some()).count();
+    let own: Vec<&SimPostRow> = input.posts.iter().filter(|p| !input.context.contains(&p.post_id)).collect();
+    let comments = own.iter().filter(|p| p.parent_post_id.is_some()).count();
     RunFacts {
         run_id: input.agents.first().map(|a| a.run_id.clone()),
         initial_agents: count(AgentKind::Initial),
@@ -581,7 +660,7 @@ fn run_facts(input: &ReportInput<'_>, agents: &BTreeMap<i64, Agent<'_>>, embedde
         turns_committed: input.turns.len(),
         last_turn: last.map(|t| t.turn),
         last_state_digest: last.map(|t| t.state_digest.clone()),
-        posts: input.posts.len() - comments,
+        posts: own.len() - comments,
         comments,
         feed_rows: input.feeds.len(),
         embedder: embedder.map(|e| e.model().to_string()),
@@ -713,9 +792,10 @@ async fn judge_quality(
     agents: &BTreeMap<i64, Agent<'_>>,
     posts: &BTreeMap<i64, (&SimPostRow, u32)>,
     reviewed: &BTreeSet<i64>,
+    context: &BTreeSet<i64>,
 ) -> Result<(QualityReport, BTreeMap<i64, quality::Quality>), ReportError> {
     let mut groups: BTreeMap<(u32, TextKind), Vec<&SimPostRow>> = BTreeMap::new();
-    for (p, stage) in posts.values().filter(|(_, s)| *s > 0) {
+    for (p, stage) in posts.values().filter(|(p, s)| *s > 0 && !context.contains(&p.post_id)) {
         groups.entry((*stage, TextKind::of(p))).or_default().push(p);
     }
     let picked: Vec<((u32, TextKind), &SimPostRow)> = groups

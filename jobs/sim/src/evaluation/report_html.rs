@@ -160,6 +160,26 @@ fn tables(r: &SimReport) -> Vec<Table> {
         });
     }
     out.extend(r.human.iter().flat_map(crate::evaluation::report_human::tables));
+    out.extend(crate::evaluation::interviews::tables(&r.interviews));
+    if !r.by_group.is_empty() {
+        let kinds = [ActionKind::Like, ActionKind::Reblog, ActionKind::Comment, ActionKind::Post, ActionKind::Follow];
+        out.push(Table {
+            title: "By model group: what each group's agents did".into(),
+            header: header("Group|Agents|Active agent-turns|Likes|Reblogs|Comments|Posts|Follows|Distinct-2 of posts"),
+            left: vec![0],
+            highlight: None,
+            rows: r
+                .by_group
+                .iter()
+                .map(|g| {
+                    let mut row = vec![g.group.clone(), g.agents.to_string(), g.active.to_string()];
+                    row.extend(kinds.iter().map(|k| g.applied.get(k).copied().unwrap_or(0).to_string()));
+                    row.push(num(g.distinct_2, 2));
+                    row
+                })
+                .collect(),
+        });
+    }
     out.push(Table {
         title: format!(
             "Followers (the paper's Figure 6); {} initial follows, {} made in the run",

@@ -87,6 +87,9 @@ fn feed(turn: i64, agent: i64, posts: &[i64]) -> Vec<SimFeedRow> {
         .collect()
 }
 
+static NO_GROUPS: std::collections::BTreeMap<i64, String> = std::collections::BTreeMap::new();
+static NO_CONTEXT: std::collections::BTreeSet<i64> = std::collections::BTreeSet::new();
+
 struct Rows {
     agents: Vec<SimAgentRow>,
     posts: Vec<SimPostRow>,
@@ -110,6 +113,9 @@ impl Rows {
             turns: &self.turns,
             reviews: &self.reviews,
             skipped: &self.skipped,
+            interviews: &[],
+            context: &NO_CONTEXT,
+            groups: &NO_GROUPS,
             preset: &self.preset,
         }
     }

@@ -14,6 +14,12 @@
 //! A stage can restrict authors (the paper's first stage shows regular
 //! agents only the initial agents' posts).
 //!
+//! Interventions ([`crate::platform::intervention`]) act on every feed: a
+//! muted account's posts are never candidates, and a boosted account's
+//! candidates come first, newest first, before the ranker's order; their
+//! feed score is recorded as [`BOOSTED_SCORE`] (they were placed, not
+//! ranked).
+//!
 //! Rankers are in [`rankers`], one file each, chosen by name from
 //! [`rankers::Rankers::builtin`].
 
@@ -66,6 +72,9 @@ pub struct Candidate {
     pub replies: i64,
     pub author_followers: i64,
 }
+
+/// The score a boosted post's feed row records.
+pub const BOOSTED_SCORE: f64 = f64::MAX;
 
 /// A post of a feed with its score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,7 +137,7 @@ fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettin
     };
     platform
         .posts_since(since)
-        .filter(|p| p.turn < now && p.author != viewer)
+        .filter(|p| p.turn < now && p.author != viewer && !platform.is_muted(p.author))
         .filter(|p| authors.is_none_or(|a| a.contains(&p.author)))
         .filter(|p| !platform.has_engaged(viewer, p))
         .filter(|p| !settings.drop_seen || !platform.has_seen(viewer, p.id))
@@ -156,7 +165,13 @@ pub fn feed<R: Ranker + ?Sized>(
     settings: &FeedSettings,
     authors: Option<&BTreeSet<AgentId>>,
 ) -> Vec<Ranked> {
-    let mut ranked = ranker.rank(viewer, now, candidates(platform, viewer, now, settings, authors));
+    let (mut boosted, others): (Vec<Candidate>, Vec<Candidate>) =
+        candidates(platform, viewer, now, settings, authors).into_iter().partition(|c| platform.boosted().contains(&c.author));
+    boosted.sort_by(|a, b| b.turn.cmp(&a.turn).then(b.post.cmp(&a.post)));
+    let mut ranked: Vec<Ranked> = boosted.into_iter().map(|c| Ranked { post: c.post, score: BOOSTED_SCORE }).collect();
+    if ranked.len() < settings.limit {
+        ranked.extend(ranker.rank(viewer, now, others));
+    }
     ranked.truncate(settings.limit);
     ranked
 }

@@ -19,6 +19,7 @@
 //!   reblogging twice is refused.
 
 pub mod ids;
+pub mod intervention;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -113,6 +114,16 @@ pub enum ApplyError {
     EmptyText,
     #[error("sequence number {0} repeats an earlier action of this agent in this turn")]
     DuplicateSeq(u32),
+    #[error("no news account {0:?}")]
+    NoSuchAccount(String),
+    #[error("the label {0:?} is already used")]
+    LabelUsed(String),
+    #[error("no post is labelled {0:?}")]
+    NoSuchLabel(String),
+    #[error("agent {0} is not followed")]
+    NotFollowing(AgentId),
+    #[error("persona: {0}")]
+    Persona(String),
 }
 
 /// What became of one action.
@@ -139,6 +150,14 @@ pub struct Platform {
     /// Posts each agent liked or reblogged: derived from the posts, kept so
     /// a feed finds a viewer's exclusions without scanning every post.
     engaged: BTreeMap<AgentId, BTreeSet<PostId>>,
+    /// Accounts interventions opened for news posts, by name.
+    news: BTreeMap<String, AgentId>,
+    /// Injected posts by their label.
+    labels: BTreeMap<String, PostId>,
+    /// Accounts whose posts feeds leave out.
+    muted: BTreeSet<AgentId>,
+    /// Accounts whose posts feeds show first.
+    boosted: BTreeSet<AgentId>,
     /// A hash chained over every change since the empty platform (see [`Platform::history_digest`]).
     history: [u8; 32],
 }
@@ -198,6 +217,23 @@ impl Platform {
     pub fn engaged_posts(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
         self.engaged.get(&agent).into_iter().flatten().copied()
     }
+    /// Whether feeds leave the account's posts out (an intervention muted it).
+    pub fn is_muted(&self, account: AgentId) -> bool {
+        self.muted.contains(&account)
+    }
+    /// Accounts whose posts feeds show first (an intervention boosted them).
+    pub fn boosted(&self) -> &BTreeSet<AgentId> {
+        &self.boosted
+    }
+    /// The accounts interventions opened for news posts.
+    pub fn news_accounts(&self) -> impl Iterator<Item = (&str, AgentId)> {
+        self.news.iter().map(|(n, a)| (n.as_str(), *a))
+    }
+    /// The injected post of a label.
+    pub fn labelled(&self, label: &str) -> Option<PostId> {
+        self.labels.get(label).copied()
+    }
+
     /// Whether the agent liked or reblogged the post (mastodon_digest drops these).
     pub fn has_engaged(&self, agent: AgentId, post: &Post) -> bool {
         post.likes.contains(&agent) || post.reblogs.contains_key(&agent)
@@ -382,6 +418,23 @@ impl Platform {
             n(&mut h, a.0.into());
             n(&mut h, set.len() as u64);
             set.iter().for_each(|p| n(&mut h, p.0));
+        }
+        // What interventions left: news accounts, labels, mutes and boosts.
+        n(&mut h, self.news.len() as u64);
+        for (name, a) in &self.news {
+            n(&mut h, name.len() as u64);
+            h.update(name.as_bytes());
+            n(&mut h, a.0.into());
+        }
+        n(&mut h, self.labels.len() as u64);
+        for (label, p) in &self.labels {
+            n(&mut h, label.len() as u64);
+            h.update(label.as_bytes());
+            n(&mut h, p.0);
+        }
+        for set in [&self.muted, &self.boosted] {
+            n(&mut h, set.len() as u64);
+            set.iter().for_each(|a| n(&mut h, a.0.into()));
         }
         hex::encode(h.finalize())
     }

@@ -39,7 +39,9 @@ pub struct DigestIndex {
 }
 
 impl DigestIndex {
-    /// Indexes the candidates of turn `now`; `None` for a home timeline.
+    /// Indexes the candidates of turn `now`; `None` for a home timeline, and
+    /// while an account is boosted (its posts go first in every feed, which
+    /// the generic path does).
     pub fn build(
         platform: &Platform,
         ranker: MastodonDigest,
@@ -47,13 +49,13 @@ impl DigestIndex {
         settings: &FeedSettings,
         authors: Option<&BTreeSet<AgentId>>,
     ) -> Option<DigestIndex> {
-        if settings.timeline != Timeline::Local {
+        if settings.timeline != Timeline::Local || !platform.boosted().is_empty() {
             return None;
         }
         let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
         let mut scored: Vec<(Scored, Turn)> = platform
             .posts_since(since)
-            .filter(|p| p.turn < now && authors.is_none_or(|a| a.contains(&p.author)))
+            .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(&p.author)))
             .map(|p| {
                 let score = ranker.scorer.score(
                     p.reblogs.len() as i64,

@@ -1,0 +1,162 @@
+//! Interventions on the lake: a file checked whole and stored as requests
+//! (`sim_interventions` rows without an applied turn), taken by the
+//! coordinator at the first turn at or after each one's turn, applied
+//! before the turn's feeds and committed with the turn (the same rows with
+//! the turn and what came of them, and the posts they made). A replay
+//! applies the committed rows again, so a run with interventions replays to
+//! the same digest. The events themselves are `some_sim`'s
+//! ([`some_sim::platform::intervention`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use datafusion::prelude::{col, lit};
+use some_schemas::Timestamp;
+use some_schemas::sim::{ActionStatus, SimInterventionRow, SimPostRow, sim_interventions};
+use some_sim::platform::intervention::{self, BadEvent, Event, Known, Timed};
+use some_sim::{Platform, Turn};
+
+use super::spec::SimSpec;
+use super::state::SimState;
+use crate::error::{Error, Result};
+use crate::lake::Lake;
+
+/// Reads and checks a file's events against the run as it stands (`state`
+/// `None` for a run not started), with `at` for events without a turn.
+pub fn check(text: &str, at: Option<Turn>, spec: &SimSpec, state: Option<&SimState>) -> std::result::Result<Vec<(Turn, Timed)>, BadEvent> {
+    let empty = Platform::new();
+    let known = Known {
+        agents: spec.preset.agents(),
+        next_turn: state.map_or(Turn(0), SimState::next_turn),
+        end: Turn(spec.preset.turns()),
+        platform: state.map_or(&empty, |s| &s.platform),
+    };
+    intervention::check(intervention::parse(text)?, at, &known)
+}
+
+/// Stores checked events as requests in one commit; returns the batch name
+/// (dated, with the file's name).
+pub async fn submit(lake: &Lake, spec: &SimSpec, events: &[(Turn, Timed)], source: &str) -> Result<String> {
+    let submitted_at = Timestamp::now();
+    let batch = format!("{}-{}", some_schemas::RunId::new_dated(), source.rsplit('/').next().unwrap_or(source));
+    let rows: Vec<SimInterventionRow> = events
+        .iter()
+        .map(|(turn, e)| SimInterventionRow {
+            batch: batch.clone(),
+            line: i64::from(e.line),
+            requested_turn: i64::from(turn.0),
+            event: serde_json::to_string(&e.event).expect("events serialize"),
+            submitted_at,
+            applied_turn: None,
+            status: None,
+            error: None,
+            post_id: None,
+            account_id: None,
+            run_id: spec.run_id.to_string(),
+        })
+        .collect();
+    let mut txn = lake.txn();
+    txn.write_rows(rows).await?;
+    txn.commit().await?;
+    Ok(batch)
+}
+
+/// The order a turn applies its interventions in, and a replay again.
+fn order(r: &SimInterventionRow) -> (i64, i64, String, i64) {
+    (r.requested_turn, r.submitted_at.0, r.batch.clone(), r.line)
+}
+
+async fn read(lake: &Lake, spec: &SimSpec) -> Result<Vec<SimInterventionRow>> {
+    let filter = col(sim_interventions::run_id).eq(lit(spec.run_id.as_str()));
+    lake.read(&lake.session().await?, Some(filter)).await
+}
+
+/// Requests not applied yet, read again whenever the coordinator looks.
+#[derive(Debug, Default)]
+pub struct Pending {
+    rows: Vec<SimInterventionRow>,
+}
+
+impl Pending {
+    pub async fn load(lake: &Lake, spec: &SimSpec) -> Result<Pending> {
+        let rows = read(lake, spec).await?;
+        let applied: BTreeSet<(String, i64)> =
+            rows.iter().filter(|r| r.applied_turn.is_some()).map(|r| (r.batch.clone(), r.line)).collect();
+        let mut rows: Vec<SimInterventionRow> =
+            rows.into_iter().filter(|r| r.applied_turn.is_none() && !applied.contains(&(r.batch.clone(), r.line))).collect();
+        rows.sort_by_key(order);
+        Ok(Pending { rows })
+    }
+
+    /// Takes the requests due at `turn`, in order.
+    pub fn due(&mut self, turn: Turn) -> Vec<SimInterventionRow> {
+        let (due, later) = std::mem::take(&mut self.rows).into_iter().partition(|r| r.requested_turn <= i64::from(turn.0));
+        self.rows = later;
+        due
+    }
+}
+
+/// The committed interventions of turns up to `last`, by turn, in order.
+pub async fn applied(lake: &Lake, spec: &SimSpec, last: i64) -> Result<BTreeMap<i64, Vec<SimInterventionRow>>> {
+    let mut out: BTreeMap<i64, Vec<SimInterventionRow>> = BTreeMap::new();
+    for r in read(lake, spec).await? {
+        if let Some(t) = r.applied_turn.filter(|t| *t <= last) {
+            out.entry(t).or_default().push(r);
+        }
+    }
+    out.values_mut().for_each(|rows| rows.sort_by_key(order));
+    Ok(out)
+}
+
+/// What a turn's interventions add to its commit.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub rows: Vec<SimInterventionRow>,
+    pub posts: Vec<SimPostRow>,
+}
+
+/// Applies `due` at the start of `turn`: the platform, the agents'
+/// personas (those changed are then sent with their steps).
+pub fn apply(state: &mut SimState, spec: &SimSpec, turn: Turn, due: Vec<SimInterventionRow>) -> Result<Applied> {
+    if due.is_empty() {
+        return Ok(Applied::default());
+    }
+    let run = spec.run_id.as_str();
+    let events: Vec<Event> = due
+        .iter()
+        .map(|r| {
+            serde_json::from_str(&r.event).map_err(|e| {
+                Error::Invalid(format!("sim_interventions of run {run}, batch {} line {}: the event does not read: {e}", r.batch, r.line))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let outcomes = state.intervene(turn, &events);
+    let mut out = Applied::default();
+    for ((mut row, event), done) in due.into_iter().zip(&events).zip(outcomes) {
+        row.applied_turn = Some(i64::from(turn.0));
+        row.status = Some(if done.result.is_ok() { ActionStatus::Applied } else { ActionStatus::Failed }.as_str().to_string());
+        row.error = done.result.as_ref().err().map(ToString::to_string);
+        row.post_id = done.post.map(|p| p.0 as i64);
+        row.account_id = done.account.map(|a| i64::from(a.0));
+        if let (Event::Post { text, .. }, Some(post), Some(author)) = (event, done.post, done.account) {
+            out.posts.push(SimPostRow {
+                post_id: post.0 as i64,
+                author_id: i64::from(author.0),
+                turn: i64::from(turn.0),
+                content: text.clone(),
+                parent_post_id: None,
+                topic: None,
+                knowledge: None,
+                run_id: run.to_string(),
+            });
+        }
+        out.rows.push(row);
+    }
+    Ok(out)
+}
+
+/// The posts a run's interventions injected, up to turn `last`.
+pub async fn injected_posts(lake: &Lake, spec: &SimSpec, last: i64) -> Result<BTreeSet<i64>> {
+    let applied = applied(lake, spec, last).await?;
+    let injected = |r: &SimInterventionRow| matches!(serde_json::from_str(&r.event), Ok(Event::Post { .. }));
+    Ok(applied.into_values().flatten().filter(injected).filter_map(|r| r.post_id).collect())
+}
