@@ -451,7 +451,19 @@ mod tests {
         assert_eq!(names.len(), crate::ALL_TABLES.len(), "no two tables share a name");
         assert_eq!(
             sim_tables.iter().map(|t| t.name).collect::<Vec<_>>(),
-            ["sim_runs", "sim_agents", "sim_posts", "sim_actions", "sim_follows", "sim_feeds", "sim_turns", "sim_steps", "sim_reviews"]
+            [
+                "sim_runs",
+                "sim_agents",
+                "sim_posts",
+                "sim_actions",
+                "sim_follows",
+                "sim_feeds",
+                "sim_turns",
+                "sim_steps",
+                "sim_reviews",
+                "sim_interviews",
+                "sim_interventions"
+            ]
         );
     }
 

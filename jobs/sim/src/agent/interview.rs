@@ -29,6 +29,9 @@ pub const RECENT_SHOWN: usize = 10;
 pub const OWN_POSTS_SHOWN: usize = 5;
 /// Words an open answer is asked to keep within.
 pub const OPEN_ANSWER_WORDS: usize = 80;
+/// The reply's length limit: room for the words asked, and a bound on a
+/// model that runs on.
+pub const MAX_TOKENS: u32 = 200;
 
 /// One question of an interview; with options, a survey question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,7 +121,7 @@ pub fn prompt(persona: &Persona, memory: &Memory, q: &InterviewQuestion) -> Stri
     let skip = memory.short_term.len().saturating_sub(RECENT_SHOWN);
     let recent = or_none(memory.short_term.iter().skip(skip).enumerate().map(|(i, e)| history_line(i + 1, e)).collect());
     let answer_format = match &q.options {
-        None => format!("Reply with your answer only, in at most {OPEN_ANSWER_WORDS} words."),
+        None => format!("Reply with your answer only, in the first person and at most {OPEN_ANSWER_WORDS} words.\nYour answer:"),
         Some(options) => {
             let listed: Vec<String> = options.iter().enumerate().map(|(i, o)| format!("{}) {o}", letter(i))).collect();
             format!("Choose one of these answers and reply with its letter only:\n{}", listed.join("\n"))
@@ -203,7 +206,7 @@ pub fn question(persona: &Persona, memory: &Memory, q: &InterviewQuestion) -> cr
             }),
         )
     });
-    crate::error::Question { schema, ..crate::error::Question::new(prompt(persona, memory, q)) }
+    crate::error::Question { schema, max_tokens: Some(MAX_TOKENS), ..crate::error::Question::new(prompt(persona, memory, q)) }
 }
 
 /// Asks one agent one question; a survey answer is one of the options.
