@@ -4,7 +4,7 @@
 //! (queue, lake, coordinator) calls these parts, which are pure functions
 //! of their inputs and a [`some_jobs::chat::ChatModel`].
 //!
-//! Four areas, each depending only on those listed before it:
+//! Five areas, each depending only on those listed before it:
 //! - [`platform`]: the sandbox's state, the actions applied to it in
 //!   (agent, seq) order, its digest; [`platform::ids`] names agents, posts
 //!   and turns.
@@ -15,6 +15,8 @@
 //!   it acts (activity), what it knows (knowledge boundary) and one turn of
 //!   it (plan, dynamic persona, memory, reflection, decisions:
 //!   [`agent::step`]).
+//! - [`intervention`]: what a researcher does to a run from outside it
+//!   (posts, removals, follows, persona changes, mutes and boosts).
 //! - [`evaluation`]: metrics, health warnings, the LLM judge, the report
 //!   and the human evaluation.
 //!
@@ -39,6 +41,7 @@ pub mod agent;
 pub mod error;
 pub mod evaluation;
 pub mod feed;
+pub mod intervention;
 pub mod platform;
 pub mod rows;
 pub mod testing;

@@ -18,7 +18,7 @@ use some_schemas::{RunEvent, RunId};
 use some_sim::evaluation::health::{did_nothing, warnings};
 use some_sim::evaluation::replicates::table as replicates_table;
 use some_sim::evaluation::report_html::{render_html, render_text};
-use some_sim::platform::intervention::Timed;
+use some_sim::intervention::Timed;
 use some_sim::{BrowseMode, FeedSettings, Preset, StepSettings, Turn};
 use some_workers::Lake;
 use some_workers::executor::Executor;
@@ -423,8 +423,8 @@ impl SimFork {
             None => None,
             Some(path) => {
                 let text = read_interventions(path)?;
-                let events =
-                    interventions::check(&text, None, &spec, Some(&base)).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                let events = interventions::check(&text, None, &spec, Some((base.next_turn(), &base.platform)))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 Some((path, events))
             }
         };
@@ -498,7 +498,7 @@ impl SimIntervene {
         let spec = &record.spec;
         let state = some_workers::sim::SimState::load(lake, spec).await?;
         let text = read_interventions(&self.file)?;
-        let events = interventions::check(&text, Some(Turn(self.at)), spec, Some(&state))
+        let events = interventions::check(&text, Some(Turn(self.at)), spec, Some((state.next_turn(), &state.platform)))
             .map_err(|e| anyhow::anyhow!("{}: {e}; nothing was applied", self.file.display()))?;
         let batch = interventions::submit(lake, spec, &events, &self.file.display().to_string()).await?;
         let first = events.first().map_or(self.at, |(t, _)| t.0);

@@ -29,7 +29,7 @@ use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
 
-use super::interventions::{self, Pending};
+use super::interventions::Pending;
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
 use super::spec::{SimSpec, load_sim};
 use super::state::SimState;
@@ -181,7 +181,7 @@ async fn one_turn(
 ) -> Result<usize> {
     let started = Instant::now();
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
-    let intervened = interventions::apply(state, spec, turn, due)?;
+    let intervened = state.intervene(spec, turn, due)?;
     let (agents, feeds) = plan_turn(spec, state, vectors, turn, phase)?;
     let empty_feeds = match phase {
         Phase::Seeding => 0,

@@ -5,31 +5,32 @@
 //! the turn and what came of them, and the posts they made). A replay
 //! applies the committed rows again, so a run with interventions replays to
 //! the same digest. The events themselves are `some_sim`'s
-//! ([`some_sim::platform::intervention`]).
+//! ([`some_sim::intervention`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::prelude::{col, lit};
 use some_schemas::Timestamp;
 use some_schemas::sim::{ActionStatus, SimInterventionRow, SimPostRow, sim_interventions};
-use some_sim::platform::intervention::{self, BadEvent, Event, Known, Timed};
+use some_sim::intervention::{self, BadEvent, Event, Known, Timed};
 use some_sim::{Platform, Turn};
 
 use super::spec::SimSpec;
-use super::state::SimState;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 
-/// Reads and checks a file's events against the run as it stands (`state`
-/// `None` for a run not started), with `at` for events without a turn.
-pub fn check(text: &str, at: Option<Turn>, spec: &SimSpec, state: Option<&SimState>) -> std::result::Result<Vec<(Turn, Timed)>, BadEvent> {
+/// Reads and checks a file's events against the run as it stands: its
+/// first uncommitted turn and platform (`None` for a run not started),
+/// with `at` for events without a turn.
+pub fn check(
+    text: &str,
+    at: Option<Turn>,
+    spec: &SimSpec,
+    now: Option<(Turn, &Platform)>,
+) -> std::result::Result<Vec<(Turn, Timed)>, BadEvent> {
     let empty = Platform::new();
-    let known = Known {
-        agents: spec.preset.agents(),
-        next_turn: state.map_or(Turn(0), SimState::next_turn),
-        end: Turn(spec.preset.turns()),
-        platform: state.map_or(&empty, |s| &s.platform),
-    };
+    let (next_turn, platform) = now.unwrap_or((Turn(0), &empty));
+    let known = Known { agents: spec.preset.agents(), next_turn, end: Turn(spec.preset.turns()), platform };
     intervention::check(intervention::parse(text)?, at, &known)
 }
 
@@ -114,24 +115,32 @@ pub struct Applied {
     pub posts: Vec<SimPostRow>,
 }
 
-/// Applies `due` at the start of `turn`: the platform, the agents'
-/// personas (those changed are then sent with their steps).
-pub fn apply(state: &mut SimState, spec: &SimSpec, turn: Turn, due: Vec<SimInterventionRow>) -> Result<Applied> {
-    if due.is_empty() {
-        return Ok(Applied::default());
-    }
-    let run = spec.run_id.as_str();
-    let events: Vec<Event> = due
-        .iter()
+/// The events of `due`, read from their rows.
+pub fn events(spec: &SimSpec, due: &[SimInterventionRow]) -> Result<Vec<Event>> {
+    due.iter()
         .map(|r| {
             serde_json::from_str(&r.event).map_err(|e| {
-                Error::Invalid(format!("sim_interventions of run {run}, batch {} line {}: the event does not read: {e}", r.batch, r.line))
+                Error::Invalid(format!(
+                    "sim_interventions of run {}, batch {} line {}: the event does not read: {e}",
+                    spec.run_id, r.batch, r.line
+                ))
             })
         })
-        .collect::<Result<_>>()?;
-    let outcomes = state.intervene(turn, &events);
+        .collect()
+}
+
+/// The rows a turn commits for the events of `due` applied at `turn` with
+/// `outcomes`: each request with its turn and result, and injected posts.
+pub fn applied_rows(
+    spec: &SimSpec,
+    turn: Turn,
+    due: Vec<SimInterventionRow>,
+    events: &[Event],
+    outcomes: Vec<intervention::Applied>,
+) -> Applied {
+    let run = spec.run_id.as_str();
     let mut out = Applied::default();
-    for ((mut row, event), done) in due.into_iter().zip(&events).zip(outcomes) {
+    for ((mut row, event), done) in due.into_iter().zip(events).zip(outcomes) {
         row.applied_turn = Some(i64::from(turn.0));
         row.status = Some(if done.result.is_ok() { ActionStatus::Applied } else { ActionStatus::Failed }.as_str().to_string());
         row.error = done.result.as_ref().err().map(ToString::to_string);
@@ -151,7 +160,7 @@ pub fn apply(state: &mut SimState, spec: &SimSpec, turn: Turn, due: Vec<SimInter
         }
         out.rows.push(row);
     }
-    Ok(out)
+    out
 }
 
 /// The posts a run's interventions injected, up to turn `last`.

@@ -10,14 +10,16 @@ use datafusion::prelude::{Expr, col, lit};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use some_schemas::sim::{
-    SimActionRow, SimAgentRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps, sim_turns,
+    SimActionRow, SimAgentRow, SimInterventionRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps,
+    sim_turns,
 };
 use some_sim::evaluation::health::{StageHealth, stage_health};
 use some_sim::evaluation::live::{self, Recent};
-use some_sim::platform::intervention::{self, Event};
+use some_sim::intervention::{self, Event};
 use some_sim::rows::actions_from_rows;
 use some_sim::{AgentId, Memory, Persona, Platform, Turn};
 
+use super::interventions::{self, Applied};
 use super::shard::{read_results, uncommitted_steps};
 use super::spec::{SimSpec, load_sim};
 use super::work::{Agent, load_agents};
@@ -39,9 +41,18 @@ pub struct SimState {
 }
 
 impl SimState {
-    /// Applies interventions at the start of `turn`: the platform and the
-    /// personas they change.
-    pub fn intervene(&mut self, turn: Turn, events: &[Event]) -> Vec<intervention::Applied> {
+    /// Applies the interventions `due` at the start of `turn` (the platform,
+    /// the personas they change); returns what the turn commits for them.
+    pub fn intervene(&mut self, spec: &SimSpec, turn: Turn, due: Vec<SimInterventionRow>) -> Result<Applied> {
+        if due.is_empty() {
+            return Ok(Applied::default());
+        }
+        let events = interventions::events(spec, &due)?;
+        let outcomes = self.apply_events(turn, &events);
+        Ok(interventions::applied_rows(spec, turn, due, &events, outcomes))
+    }
+
+    fn apply_events(&mut self, turn: Turn, events: &[Event]) -> Vec<intervention::Applied> {
         for e in events {
             if let Event::Persona { agent, .. } = e
                 && let Some(a) = self.agents.get(*agent as usize)
@@ -49,7 +60,7 @@ impl SimState {
                 self.changed.entry(a.persona.id).or_insert_with(|| a.persona.clone());
             }
         }
-        let out = self.platform.intervene(turn, events, &mut self.changed);
+        let out = intervention::intervene(&mut self.platform, turn, events, &mut self.changed);
         for (id, persona) in &self.changed {
             if let Some(a) = self.agents.get_mut(id.0 as usize) {
                 a.persona = persona.clone();
@@ -126,10 +137,10 @@ impl SimState {
             let filter = col(sim_actions::run_id).eq(lit(run)).and(col(sim_actions::turn).lt_eq(lit(last)));
             let rows: Vec<SimActionRow> = lake.read(&ctx, Some(filter)).await?;
             let mut replayed = actions_from_rows(rows).map_err(Error::Invalid)?.into_iter().peekable();
-            let mut interventions = super::interventions::applied(lake, spec, last).await?;
+            let mut interventions = interventions::applied(lake, spec, last).await?;
             for t in turns {
                 let turn = Turn(t.turn as u32);
-                super::interventions::apply(&mut state, spec, turn, interventions.remove(&t.turn).unwrap_or_default())?;
+                state.intervene(spec, turn, interventions.remove(&t.turn).unwrap_or_default())?;
                 let actions = match replayed.peek() {
                     Some((at, _)) if *at == turn => replayed.next().map(|(_, a)| a).unwrap_or_default(),
                     _ => Vec::new(),

@@ -14,7 +14,7 @@
 //! A stage can restrict authors (the paper's first stage shows regular
 //! agents only the initial agents' posts).
 //!
-//! Interventions ([`crate::platform::intervention`]) act on every feed: a
+//! Interventions ([`crate::intervention`]) act on every feed: a
 //! muted account's posts are never candidates, and a boosted account's
 //! candidates come first, newest first, before the ranker's order; their
 //! feed score is recorded as [`BOOSTED_SCORE`] (they were placed, not

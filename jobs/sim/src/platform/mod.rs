@@ -19,7 +19,6 @@
 //!   reblogging twice is refused.
 
 pub mod ids;
-pub mod intervention;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -232,6 +231,71 @@ impl Platform {
     /// The injected post of a label.
     pub fn labelled(&self, label: &str) -> Option<PostId> {
         self.labels.get(label).copied()
+    }
+    /// The news account of a name, once opened.
+    pub fn news_account(&self, name: &str) -> Option<AgentId> {
+        self.news.get(name).copied()
+    }
+    pub fn has_account(&self, account: AgentId) -> bool {
+        self.agents.contains(&account)
+    }
+
+    // The changes interventions make (`crate::intervention` checks and
+    // records them).
+
+    /// Opens a news account: the next id after every account (agents are 0..n).
+    pub(crate) fn open_news(&mut self, name: &str) -> AgentId {
+        let id = AgentId(self.agents.iter().next_back().map_or(0, |a| a.0 + 1));
+        self.agents.insert(id);
+        self.news.insert(name.to_string(), id);
+        id
+    }
+    /// A post made from outside the run, under `label` if given.
+    pub(crate) fn inject(&mut self, turn: Turn, author: AgentId, text: &str, label: Option<&str>) -> PostId {
+        let post = self.create(turn, author, text, None);
+        if let Some(l) = label {
+            self.labels.insert(l.to_string(), post);
+        }
+        post
+    }
+    /// Deletes a post; a comment no longer counts in its parent's replies.
+    pub(crate) fn remove_post(&mut self, id: PostId) -> Result<(), ApplyError> {
+        let p = self.posts.remove(&id).ok_or(ApplyError::NoSuchPost(id))?;
+        if let Some(parent) = p.parent.and_then(|q| self.posts.get_mut(&q)) {
+            parent.replies = parent.replies.saturating_sub(1);
+        }
+        Ok(())
+    }
+    pub(crate) fn add_follow(&mut self, follower: AgentId, followee: AgentId) -> Result<(), ApplyError> {
+        self.check_follow(follower, followee)?;
+        self.follow(follower, followee);
+        Ok(())
+    }
+    pub(crate) fn cut_follow(&mut self, follower: AgentId, followee: AgentId) -> Result<(), ApplyError> {
+        if !self.is_following(follower, followee) {
+            return Err(ApplyError::NotFollowing(followee));
+        }
+        self.following.entry(follower).or_default().remove(&followee);
+        self.followers.entry(followee).or_default().remove(&follower);
+        Ok(())
+    }
+    pub(crate) fn set_muted(&mut self, account: AgentId, on: bool) {
+        if on {
+            self.muted.insert(account)
+        } else {
+            self.muted.remove(&account)
+        };
+    }
+    pub(crate) fn set_boosted(&mut self, account: AgentId, on: bool) {
+        if on {
+            self.boosted.insert(account)
+        } else {
+            self.boosted.remove(&account)
+        };
+    }
+    /// Chains an outside change into the history.
+    pub(crate) fn record(&mut self, tag: &[u8], data: &[u8]) {
+        self.chain(tag, data);
     }
 
     /// Whether the agent liked or reblogged the post (mastodon_digest drops these).

@@ -168,20 +168,6 @@ pub struct Known<'a> {
     pub platform: &'a Platform,
 }
 
-/// The persona fields an event may set.
-pub const PERSONA_FIELDS: [&str; 10] = [
-    "description",
-    "name",
-    "age",
-    "gender",
-    "nationality",
-    "personality",
-    "hobbies",
-    "detailed historical behaviour information",
-    "preferences for social media content",
-    "knowledge",
-];
-
 /// Checks a whole file against the run: every event's turn (`at` for
 /// those without one), agents, posts, labels and news accounts named.
 /// Returns the events with their turns, in the order they will apply
@@ -206,11 +192,11 @@ pub fn check(events: Vec<Timed>, at: Option<Turn>, known: &Known<'_>) -> Result<
     // News accounts that exist by each event: those committed, and those
     // opened by earlier events of the file. Labels of the file's posts,
     // with where they are made.
-    let mut news: BTreeSet<String> = known.platform.news.keys().cloned().collect();
+    let mut news: BTreeSet<String> = known.platform.news_accounts().map(|(n, _)| n.to_string()).collect();
     let mut labels: BTreeMap<String, (Turn, u32)> = BTreeMap::new();
     for (turn, e) in &timed {
         if let Event::Post { label: Some(label), .. } = &e.event {
-            if known.platform.labels.contains_key(label) || labels.insert(label.clone(), (*turn, e.line)).is_some() {
+            if known.platform.labelled(label).is_some() || labels.insert(label.clone(), (*turn, e.line)).is_some() {
                 return Err(bad(e.line, format!("the label {label:?} is already used")));
             }
         }
@@ -247,7 +233,7 @@ pub fn check(events: Vec<Timed>, at: Option<Turn>, known: &Known<'_>) -> Result<
                     return Err(bad(line, format!("post {id} does not exist (name a post to come by its label)")));
                 }
             }
-            Event::Remove { post: PostRef::Label(label) } if known.platform.labels.contains_key(label) => {}
+            Event::Remove { post: PostRef::Label(label) } if known.platform.labelled(label).is_some() => {}
             Event::Remove { post: PostRef::Label(label) } => match labels.get(label) {
                 None => return Err(bad(line, format!("no post is labelled {label:?}"))),
                 Some((made, at)) if (*made, *at) > (*turn, line) => {
@@ -280,8 +266,9 @@ pub fn check(events: Vec<Timed>, at: Option<Turn>, known: &Known<'_>) -> Result<
 }
 
 fn check_field(field: &str, value: &serde_json::Value) -> Result<(), String> {
-    if !PERSONA_FIELDS.contains(&field) {
-        return Err(format!("unknown persona field {field:?} (one of {})", PERSONA_FIELDS.join(", ")));
+    // The enriched fields, and the description every persona has.
+    if field != "description" && !Profile::KEYS.contains(&field) {
+        return Err(format!("unknown persona field {field:?} (description, or one of {})", Profile::KEYS.join(", ")));
     }
     let ok = if field == "age" { value.as_u64().is_some_and(|a| a <= 150) } else { value.as_str().is_some_and(|s| !s.trim().is_empty()) };
     if ok {
@@ -328,119 +315,76 @@ pub struct Applied {
     pub account: Option<AgentId>,
 }
 
-impl Platform {
-    /// Applies a turn's interventions in order, before its actions; persona
-    /// events change `personas` (by agent id). Each is checked first, and a
-    /// refused one changes nothing. Chained into the history like a turn's
-    /// actions, so the digest covers them.
-    pub fn intervene(&mut self, turn: Turn, events: &[Event], personas: &mut BTreeMap<AgentId, Persona>) -> Vec<Applied> {
-        let out: Vec<Applied> = events.iter().map(|e| self.apply_event(turn, e, personas)).collect();
-        let record = serde_json::to_vec(&(events, &out)).unwrap_or_default();
-        self.chain(b"intervene", &[turn.0.to_le_bytes().as_slice(), &record].concat());
-        out
-    }
+/// Applies a turn's interventions in order, before its actions; persona
+/// events change `personas` (by agent id). Each is checked first, and a
+/// refused one changes nothing. Chained into the platform's history like a
+/// turn's actions, so the digest covers them.
+pub fn intervene(platform: &mut Platform, turn: Turn, events: &[Event], personas: &mut BTreeMap<AgentId, Persona>) -> Vec<Applied> {
+    let out: Vec<Applied> = events.iter().map(|e| apply_event(platform, turn, e, personas)).collect();
+    let record = serde_json::to_vec(&(events, &out)).unwrap_or_default();
+    platform.record(b"intervene", &[turn.0.to_le_bytes().as_slice(), &record].concat());
+    out
+}
 
-    fn resolve(&self, a: &Account) -> Result<AgentId, ApplyError> {
-        match a {
-            Account::Agent(id) if self.agents.contains(&AgentId(*id)) => Ok(AgentId(*id)),
-            Account::Agent(id) => Err(ApplyError::NoSuchAgent(AgentId(*id))),
-            Account::News(name) => self.news.get(name).copied().ok_or_else(|| ApplyError::NoSuchAccount(name.clone())),
+fn resolve(platform: &Platform, a: &Account) -> Result<AgentId, ApplyError> {
+    match a {
+        Account::Agent(id) if platform.has_account(AgentId(*id)) => Ok(AgentId(*id)),
+        Account::Agent(id) => Err(ApplyError::NoSuchAgent(AgentId(*id))),
+        Account::News(name) => platform.news_account(name).ok_or_else(|| ApplyError::NoSuchAccount(name.clone())),
+    }
+}
+
+fn apply_event(platform: &mut Platform, turn: Turn, e: &Event, personas: &mut BTreeMap<AgentId, Persona>) -> Applied {
+    let done = |result: Result<(), ApplyError>| Applied { result, post: None, account: None };
+    match e {
+        Event::Post { by, text, label } => {
+            if text.trim().is_empty() {
+                return done(Err(ApplyError::EmptyText));
+            }
+            if let Some(l) = label.as_ref().filter(|l| platform.labelled(l).is_some()) {
+                return done(Err(ApplyError::LabelUsed(l.clone())));
+            }
+            let author = match by {
+                Account::News(name) if platform.news_account(name).is_none() => platform.open_news(name),
+                other => match resolve(platform, other) {
+                    Ok(a) => a,
+                    Err(err) => return done(Err(err)),
+                },
+            };
+            let post = platform.inject(turn, author, text, label.as_deref());
+            Applied { result: Ok(()), post: Some(post), account: Some(author) }
         }
-    }
-
-    fn apply_event(&mut self, turn: Turn, e: &Event, personas: &mut BTreeMap<AgentId, Persona>) -> Applied {
-        let done = |result: Result<(), ApplyError>| Applied { result, post: None, account: None };
-        match e {
-            Event::Post { by, text, label } => {
-                if text.trim().is_empty() {
-                    return done(Err(ApplyError::EmptyText));
-                }
-                if let Some(l) = label.as_ref().filter(|l| self.labels.contains_key(*l)) {
-                    return done(Err(ApplyError::LabelUsed(l.clone())));
-                }
-                let author = match by {
-                    Account::News(name) if !self.news.contains_key(name) => {
-                        // The next id after every account: agents are 0..n.
-                        let id = AgentId(self.agents.iter().next_back().map_or(0, |a| a.0 + 1));
-                        self.agents.insert(id);
-                        self.news.insert(name.clone(), id);
-                        id
-                    }
-                    other => match self.resolve(other) {
-                        Ok(a) => a,
-                        Err(err) => return done(Err(err)),
-                    },
-                };
-                let post = self.create(turn, author, text, None);
-                if let Some(l) = label {
-                    self.labels.insert(l.clone(), post);
-                }
-                Applied { result: Ok(()), post: Some(post), account: Some(author) }
+        Event::Remove { post } => {
+            let id = match post {
+                PostRef::Id(id) => PostId(*id),
+                PostRef::Label(l) => match platform.labelled(l) {
+                    Some(p) => p,
+                    None => return done(Err(ApplyError::NoSuchLabel(l.clone()))),
+                },
+            };
+            match platform.remove_post(id) {
+                Ok(()) => Applied { result: Ok(()), post: Some(id), account: None },
+                Err(err) => done(Err(err)),
             }
-            Event::Remove { post } => {
-                let id = match post {
-                    PostRef::Id(id) => PostId(*id),
-                    PostRef::Label(l) => match self.labels.get(l) {
-                        Some(p) => *p,
-                        None => return done(Err(ApplyError::NoSuchLabel(l.clone()))),
-                    },
-                };
-                match self.posts.remove(&id) {
-                    None => done(Err(ApplyError::NoSuchPost(id))),
-                    Some(p) => {
-                        if let Some(parent) = p.parent.and_then(|q| self.posts.get_mut(&q)) {
-                            parent.replies = parent.replies.saturating_sub(1);
-                        }
-                        Applied { result: Ok(()), post: Some(id), account: None }
-                    }
-                }
+        }
+        Event::Follow { follower, followee } => done(resolve(platform, followee).and_then(|b| platform.add_follow(AgentId(*follower), b))),
+        Event::Unfollow { follower, followee } => {
+            done(resolve(platform, followee).and_then(|b| platform.cut_follow(AgentId(*follower), b)))
+        }
+        Event::Persona { agent, set } => done(match personas.get_mut(&AgentId(*agent)) {
+            None => Err(ApplyError::UnknownAgent(AgentId(*agent))),
+            Some(p) => {
+                let mut changed = p.clone();
+                set_persona(&mut changed, set).map_err(ApplyError::Persona).map(|()| *p = changed)
             }
-            Event::Follow { follower, followee } => {
-                let result = self.resolve(followee).and_then(|b| {
-                    self.check_follow(AgentId(*follower), b)?;
-                    self.follow(AgentId(*follower), b);
-                    Ok(())
-                });
-                done(result)
-            }
-            Event::Unfollow { follower, followee } => {
-                let result = self.resolve(followee).and_then(|b| {
-                    let a = AgentId(*follower);
-                    if !self.is_following(a, b) {
-                        return Err(ApplyError::NotFollowing(b));
-                    }
-                    self.following.entry(a).or_default().remove(&b);
-                    self.followers.entry(b).or_default().remove(&a);
-                    Ok(())
-                });
-                done(result)
-            }
-            Event::Persona { agent, set } => {
-                let result = match personas.get_mut(&AgentId(*agent)) {
-                    None => Err(ApplyError::UnknownAgent(AgentId(*agent))),
-                    Some(p) => {
-                        let mut changed = p.clone();
-                        set_persona(&mut changed, set).map_err(ApplyError::Persona).map(|()| *p = changed)
-                    }
-                };
-                done(result)
-            }
-            Event::Mute { account } | Event::Unmute { account } | Event::Boost { account } | Event::Unboost { account } => {
-                let result = self.resolve(account).map(|a| {
-                    let (set, on) = match e {
-                        Event::Mute { .. } => (&mut self.muted, true),
-                        Event::Unmute { .. } => (&mut self.muted, false),
-                        Event::Boost { .. } => (&mut self.boosted, true),
-                        _ => (&mut self.boosted, false),
-                    };
-                    if on {
-                        set.insert(a);
-                    } else {
-                        set.remove(&a);
-                    }
-                });
-                done(result)
-            }
+        }),
+        Event::Mute { account } | Event::Unmute { account } | Event::Boost { account } | Event::Unboost { account } => {
+            done(resolve(platform, account).map(|a| match e {
+                Event::Mute { .. } => platform.set_muted(a, true),
+                Event::Unmute { .. } => platform.set_muted(a, false),
+                Event::Boost { .. } => platform.set_boosted(a, true),
+                _ => platform.set_boosted(a, false),
+            }))
         }
     }
 }
@@ -520,7 +464,7 @@ mod tests {
             Event::Remove { post: PostRef::Id(0) },
             Event::Unfollow { follower: 2, followee: Account::Agent(0) },
         ];
-        let out = p.intervene(Turn(1), &events, &mut personas);
+        let out = intervene(&mut p, Turn(1), &events, &mut personas);
         let news = AgentId(4);
         assert_eq!((out[0].post, out[0].account), (Some(PostId(1)), Some(news)));
         assert!(out[..5].iter().all(|a| a.result.is_ok()), "{out:?}");
@@ -531,7 +475,7 @@ mod tests {
         assert!(p.post(PostId(0)).is_none() && p.labelled("n") == Some(PostId(1)));
         assert_ne!(p.history_digest(), before);
         let again =
-            p.intervene(Turn(2), &[Event::Post { by: Account::Agent(1), text: "x".into(), label: Some("n".into()) }], &mut personas);
+            intervene(&mut p, Turn(2), &[Event::Post { by: Account::Agent(1), text: "x".into(), label: Some("n".into()) }], &mut personas);
         assert_eq!(again[0].result, Err(ApplyError::LabelUsed("n".into())));
     }
 }
