@@ -92,22 +92,6 @@ pub enum Event {
     },
 }
 
-impl Event {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Event::Post { .. } => "post",
-            Event::Remove { .. } => "remove",
-            Event::Follow { .. } => "follow",
-            Event::Unfollow { .. } => "unfollow",
-            Event::Persona { .. } => "persona",
-            Event::Mute { .. } => "mute",
-            Event::Unmute { .. } => "unmute",
-            Event::Boost { .. } => "boost",
-            Event::Unboost { .. } => "unboost",
-        }
-    }
-}
-
 /// An event of a file, with its line and turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timed {
