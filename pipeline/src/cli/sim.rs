@@ -428,12 +428,8 @@ impl SimFork {
                 Some((path, events))
             }
         };
-        record_event(lake, &spec, RunEvent::Submitted).await?;
-        if let Some((path, events)) = interventions {
-            interventions::submit(lake, &spec, &events, &path.display().to_string()).await?;
-        }
-        eprintln!("simulation {}: a fork of {} at turn {}, {} turns in all", spec.run_id, self.parent, self.at, spec.preset.turns());
-        coordinate(lake, &spec, &self.flags, self.until).await
+        eprintln!("simulation {}: a fork of {} at turn {}", spec.run_id, self.parent, self.at);
+        start(lake, &spec, interventions.as_ref(), &self.flags, self.until).await
     }
 }
 
