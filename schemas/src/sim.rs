@@ -129,7 +129,8 @@ table! {
     /// What an agent decided in a turn, as the worker that ran its step
     /// wrote it: one file per shard, written once (put-if-absent), so a
     /// redelivered shard never adds a second answer. The turn's commit
-    /// applies these; `memory` is where a resumed run picks the agent up.
+    /// applies these; an agent's memory is its steps' `memory` changes
+    /// applied in turn order, which is how a resumed run picks it up.
     pub struct SimStepRow in sim_steps partitioned by [run_id] {
         turn: i64,
         agent_id: i64,
@@ -137,7 +138,9 @@ table! {
         actions: String,
         /// Topics and adopted knowledge of the posts written, as JSON.
         posts: String,
-        /// The agent's memory after the step, as JSON.
+        /// The changes the step made to the agent's memory, as a JSON list
+        /// (rows written before changes were recorded hold the whole
+        /// memory after the step, as a JSON object).
         memory: String,
         /// Parts of the turn skipped because a reply could not be read, as JSON.
         failures: String,

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use some_jobs::progress::Progress;
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimInterventionRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
+use some_sim::agent::memory::{Recall, Remembers};
+use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
@@ -225,7 +227,7 @@ async fn one_turn(
         let posts: Vec<PostNote> = serde_json::from_str(&s.posts).map_err(|e| bad("the post notes do not read", e))?;
         notes.extend(posts.into_iter().map(|n| ((agent, n.seq), n)));
         failures += serde_json::from_str::<Vec<StepFailure>>(&s.failures).map_err(|e| bad("the failures do not read", e))?.len();
-        state.memories.insert(agent, serde_json::from_str(&s.memory).map_err(|e| bad("the memory does not read", e))?);
+        state.memories.entry(agent).or_default().absorb(&s.memory).map_err(|e| bad("the memory does not read", e))?;
     }
     let outcomes = state.platform.apply_turn(turn, actions);
     let stage = match phase {
@@ -281,7 +283,14 @@ fn plan_turn(
     phase: Phase,
 ) -> Result<(Vec<AgentTurn>, Vec<SimFeedRow>)> {
     let run = spec.run_id.as_str();
-    let memory = |a: AgentId| state.memories.get(&a).cloned().unwrap_or_default();
+    // A step is sent what it reads of its memory: own posts when it posts,
+    // what it engaged with when it reflects.
+    let memory = |a: AgentId, posts: u32| {
+        state.memories.get(&a).map_or_else(Recall::default, |m| {
+            let reflecting = spec.step.reflection && reflect::due(m.last_reflection, turn, spec.step.reflect_every);
+            m.for_step(posts > 0, reflecting)
+        })
+    };
     let persona = |a: AgentId| state.changed.get(&a).cloned();
     let Some(stage) = spec.preset.stage(phase) else {
         // Seeding: initial agents write their seed posts, shown nothing;
@@ -292,7 +301,7 @@ fn plan_turn(
             .filter(|a| a.setup_error.is_none())
             .map(|a| (a.persona.id, spec.preset.seed_posts_of(a.persona.id)))
             .filter(|(_, posts)| *posts > 0)
-            .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent), persona: persona(agent) })
+            .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent, posts), persona: persona(agent) })
             .collect();
         return Ok((agents, Vec::new()));
     };
@@ -325,7 +334,7 @@ fn plan_turn(
             .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.clone() })
             .collect();
         let posts = if act.posting { plan.posts_per_posting() } else { 0 };
-        agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id), persona: persona(id) });
+        agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id, posts), persona: persona(id) });
     }
     Ok((agents, rows))
 }

@@ -14,7 +14,7 @@ use some_sim::agent::select::Selector;
 use some_sim::error::AskError;
 
 use super::spec::SimSpec;
-use super::state::SimState;
+use super::state::{SimState, memories_of};
 use super::work::Agent;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
@@ -60,7 +60,10 @@ pub async fn interview(
     if chosen.is_empty() {
         return Err(Error::Invalid(format!("no agent of run {run} that was set up matches the selector {:?}", ask.agents)));
     }
-    let memories = &state.memories;
+    // An interview of a few agents replays just their steps' memories.
+    let ids: Vec<i64> = chosen.iter().map(|a| i64::from(a.persona.id.0)).collect();
+    let only = (ids.len() <= 1_000).then_some(ids.as_slice());
+    let memories = &memories_of(lake, spec, only, ask.turn, |_, _, _| {}).await?;
     let model: Arc<dyn ChatModel> = chat_model(&ask.model, &ask.endpoints, client, threads)?;
     let jobs = chosen.iter().flat_map(|a| ask.questions.iter().enumerate().map(move |(i, q)| (*a, i, q)));
     let rows: Vec<SimInterviewRow> = futures::stream::iter(jobs.map(|(agent, i, q)| {

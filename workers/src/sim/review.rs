@@ -8,25 +8,26 @@
 //! Only committed turns count, as for the report: an item of a turn still
 //! being committed is neither exported nor accepted. The context of a
 //! follow needs the agent's memory after the reflecting step, so export
-//! reads just those `sim_steps` rows (a run's steps are its largest table);
+//! replays the memory changes of just those agents' steps (a run's steps
+//! are its largest table);
 //! a post's passages come from the lake's knowledge rows, numbered as the
 //! run's workers numbered them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use datafusion::prelude::{Expr, SessionContext, col, lit};
+use datafusion::prelude::{SessionContext, col, lit};
 use some_schemas::sim::{
-    ReviewKind, SimActionRow, SimAgentRow, SimPostRow, SimReviewRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts,
-    sim_reviews, sim_steps, sim_turns,
+    ReviewKind, SimActionRow, SimAgentRow, SimPostRow, SimReviewRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_reviews, sim_turns,
 };
 use some_schemas::{KnowledgeRow, Timestamp};
 use some_sim::PassageStore;
 use some_sim::evaluation::review::{ItemSources, ReviewIndex, ReviewRows, SampleSettings, items, sample};
 use some_sim::evaluation::review_file::{self, merge, to_csv, to_jsonl, validate};
-use some_sim::{Memory, Preset};
+use some_sim::{Memory, Preset, Turn};
 
 use super::spec::SimSpec;
+use super::state::memories_of;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
 
@@ -71,21 +72,8 @@ pub async fn export(lake: &Lake, spec: &SimSpec, dir: &Path, settings: &SampleSe
     let rows = Committed::read(lake, run).await?;
     let index = rows.index(&spec.preset)?;
     let keys = sample(&index, settings);
-    let follows: Vec<Expr> = keys
-        .iter()
-        .filter(|k| k.kind == ReviewKind::Follow)
-        .map(|k| col(sim_steps::agent_id).eq(lit(k.agent)).and(col(sim_steps::turn).eq(lit(k.turn))))
-        .collect();
-    let mut memories = HashMap::new();
-    if let Some(which) = follows.into_iter().reduce(Expr::or) {
-        let steps: Vec<SimStepRow> = lake.read(&rows.ctx, Some(col(sim_steps::run_id).eq(lit(run)).and(which))).await?;
-        for s in steps {
-            let memory: Memory = serde_json::from_str(&s.memory).map_err(|e| {
-                Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {}: the memory does not read: {e}", s.turn, s.agent_id))
-            })?;
-            memories.insert((s.agent_id, s.turn), memory);
-        }
-    }
+    let follows: BTreeSet<(i64, i64)> = keys.iter().filter(|k| k.kind == ReviewKind::Follow).map(|k| (k.agent, k.turn)).collect();
+    let memories = memories_after(lake, spec, &follows).await?;
     let with_knowledge = keys.iter().filter_map(|k| k.post).any(|p| rows.posts.iter().any(|r| r.post_id == p && r.knowledge.is_some()));
     let passages = if with_knowledge {
         let knowledge: Vec<KnowledgeRow> = lake.read(&rows.ctx, None).await?;
@@ -143,4 +131,19 @@ pub async fn import(lake: &Lake, spec: &SimSpec, file: &Path, annotator: Option<
 /// Every imported row of a run (the report takes the latest per item and annotator).
 pub async fn read_reviews(lake: &Lake, ctx: &SessionContext, run: &str) -> Result<Vec<SimReviewRow>> {
     lake.read(ctx, Some(col(sim_reviews::run_id).eq(lit(run)))).await
+}
+
+/// Each agent's memory after its step in a turn, for the (agent, turn)
+/// pairs of `keys`.
+async fn memories_after(lake: &Lake, spec: &SimSpec, keys: &BTreeSet<(i64, i64)>) -> Result<HashMap<(i64, i64), Memory>> {
+    let mut out = HashMap::new();
+    let Some(last) = keys.iter().map(|k| k.1).max() else { return Ok(out) };
+    let agents: Vec<i64> = keys.iter().map(|k| k.0).collect::<BTreeSet<_>>().into_iter().collect();
+    memories_of(lake, spec, Some(&agents), Turn(last as u32), |agent, turn, memory| {
+        if keys.contains(&(i64::from(agent.0), turn)) {
+            out.insert((i64::from(agent.0), turn), memory.clone());
+        }
+    })
+    .await?;
+    Ok(out)
 }

@@ -2,7 +2,8 @@
 //! carries, and the one file each shard's results are written to.
 //!
 //! A shard's inputs are the coordinator's state at the start of the turn
-//! (personas not yet in the lake, feeds, memories), so they travel in the
+//! (personas not yet in the lake, feeds, what of the memories the steps
+//! need), so they travel in the
 //! message. Its results go to a file named by (turn, shard) and written
 //! once ([`Lake::put_once`]): a redelivered shard finds its file and does
 //! nothing, and a second coordinator after a crash publishes the same
@@ -12,7 +13,8 @@
 use serde::{Deserialize, Serialize};
 use some_schemas::sim::{AgentKind, SimAgentRow, SimStepRow};
 use some_schemas::{Row, RunId, ShardId};
-use some_sim::{AgentId, FeedPost, Memory, Persona, Turn};
+use some_sim::agent::memory::Recall;
+use some_sim::{AgentId, FeedPost, Persona, Turn};
 
 use crate::error::{Error, Result};
 use crate::lake::Lake;
@@ -33,7 +35,9 @@ pub struct AgentTurn {
     /// Posts to write this turn.
     pub posts: u32,
     pub feed: Vec<FeedPost>,
-    pub memory: Memory,
+    /// What the step needs of the agent's memory; the step returns its
+    /// changes, which the coordinator applies.
+    pub memory: Recall,
     /// The persona as interventions changed it; `None` for the one set up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persona: Option<Persona>,

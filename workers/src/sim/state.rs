@@ -1,7 +1,7 @@
 //! A run's state as the lake holds it: agents as set up, the platform
 //! rebuilt by replaying every committed turn's actions (each turn's digest
 //! checked against the one recorded with it), and each agent's memory from
-//! its last committed step. This is all a coordinator starts from, so a
+//! the changes its committed steps made. This is all a coordinator starts from, so a
 //! resumed run goes on exactly where the last committed turn left it.
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +13,7 @@ use some_schemas::sim::{
     SimActionRow, SimAgentRow, SimInterventionRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps,
     sim_turns,
 };
+use some_sim::agent::memory::{Recall, Remembers};
 use some_sim::evaluation::health::{StageHealth, stage_health};
 use some_sim::evaluation::live::{self, Recent};
 use some_sim::intervention::{self, Event};
@@ -32,7 +33,9 @@ pub struct SimState {
     /// Every agent of the run, once all are set up (else empty).
     pub agents: Vec<Agent>,
     pub platform: Platform,
-    pub memories: HashMap<AgentId, Memory>,
+    /// What steps read of each agent's memory (the whole memory, for an
+    /// interview or a review, is rebuilt by [`memories_of`]).
+    pub memories: HashMap<AgentId, Recall>,
     /// The turns committed so far, in order.
     pub turns: Vec<SimTurnRow>,
     /// Personas interventions changed, as they are now; sent with the
@@ -155,8 +158,8 @@ impl SimState {
                 }
                 state.turns.push(t);
             }
-            // The fork's own steps are later than any of its parent's.
-            state.memories.extend(memories_at(lake, spec, last).await?);
+            // A fork's own steps come after its parent's, which `base` holds.
+            fold_steps(lake, run, last + 1, None, &mut state.memories, |_, _, _| {}).await?;
             Ok(state)
         }
         .boxed()
@@ -186,28 +189,51 @@ impl SimState {
     }
 }
 
-/// Each agent's memory after its last step in this run at or before
-/// `turn`; an agent that has not stepped yet has none.
-async fn memories_at(lake: &Lake, spec: &SimSpec, turn: i64) -> Result<HashMap<AgentId, Memory>> {
-    let run = spec.run_id.as_str();
-    let filter = col(sim_steps::run_id).eq(lit(run)).and(col(sim_steps::turn).lt_eq(lit(turn)));
-    let steps: Vec<SimStepRow> = lake.read(&lake.session().await?, Some(filter)).await?;
-    let mut latest: HashMap<AgentId, SimStepRow> = HashMap::new();
+/// Applies the memory changes of `run`'s steps before turn `end` (of the
+/// agents `only`, every agent when `None`) to `memories`, in turn order;
+/// `after` sees each agent's memory after each of its steps.
+pub(crate) async fn fold_steps<M: Remembers>(
+    lake: &Lake,
+    run: &str,
+    end: i64,
+    only: Option<&[i64]>,
+    memories: &mut HashMap<AgentId, M>,
+    mut after: impl FnMut(AgentId, i64, &M),
+) -> Result<()> {
+    let mut filter = col(sim_steps::run_id).eq(lit(run)).and(col(sim_steps::turn).lt(lit(end)));
+    if let Some(agents) = only {
+        filter = filter.and(col(sim_steps::agent_id).in_list(agents.iter().map(|a| lit(*a)).collect(), false));
+    }
+    let mut steps: Vec<SimStepRow> = lake.read(&lake.session().await?, Some(filter)).await?;
+    steps.sort_by_key(|s| (s.turn, s.agent_id));
     for s in steps {
         let agent = AgentId(s.agent_id as u32);
-        if latest.get(&agent).is_none_or(|l| l.turn < s.turn) {
-            latest.insert(agent, s);
-        }
+        let memory = memories.entry(agent).or_default();
+        memory.absorb(&s.memory).map_err(|e| {
+            Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn))
+        })?;
+        after(agent, s.turn, memory);
     }
-    latest
-        .into_iter()
-        .map(|(agent, s)| {
-            let memory = serde_json::from_str(&s.memory).map_err(|e| {
-                Error::Invalid(format!("sim_steps of run {run}, turn {}, agent {agent}: the memory does not read: {e}", s.turn))
-            })?;
-            Ok((agent, memory))
-        })
-        .collect()
+    Ok(())
+}
+
+/// The whole memory of `agents` (every agent when `None`) after their
+/// steps up to turn `until`, along the run's line: what an interview or a
+/// review shows. `after` sees each agent's memory after each of its steps.
+pub(crate) async fn memories_of(
+    lake: &Lake,
+    spec: &SimSpec,
+    agents: Option<&[i64]>,
+    until: Turn,
+    mut after: impl FnMut(AgentId, i64, &Memory),
+) -> Result<HashMap<AgentId, Memory>> {
+    let end = i64::from(until.0) + 1;
+    let mut memories = HashMap::new();
+    for (parent, part_end) in lineage(lake, spec).await? {
+        fold_steps(lake, parent.run_id.as_str(), end.min(i64::from(part_end.0)), agents, &mut memories, &mut after).await?;
+    }
+    fold_steps(lake, spec.run_id.as_str(), end, agents, &mut memories, &mut after).await?;
+    Ok(memories)
 }
 
 /// Where a fork's history before its first turn comes from: each run of

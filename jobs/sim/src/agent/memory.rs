@@ -57,7 +57,7 @@ pub struct Memory {
     pub last_reflection: Option<Turn>,
 }
 
-fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
+pub(crate) fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
     queue.push_back(item);
     while queue.len() > cap {
         queue.pop_front();
@@ -84,6 +84,155 @@ impl Memory {
     pub fn engaged_since(&self, since: Option<Turn>) -> impl Iterator<Item = (usize, &Entry)> {
         self.short_term.iter().enumerate().filter(move |(_, e)| e.engaged() && since.is_none_or(|s| e.turn > s))
     }
+}
+
+/// What steps read of an agent's memory, kept apart from the rest: the
+/// entries engaged with since the last reflection (while short-term memory
+/// still holds them), the own recent posts, the knowledge used and when it
+/// last reflected. The coordinator holds this for every agent and sends a
+/// step the part it needs ([`Recall::for_step`]), so neither its memory nor
+/// a turn's messages grow with the turns already run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recall {
+    /// Entries ever read: the short-term place of the next one.
+    pub read: u64,
+    /// The entries engaged with since the last reflection that short-term
+    /// memory still holds, each with its place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engaged: Vec<(u64, Entry)>,
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    pub own_posts: VecDeque<String>,
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    pub knowledge: VecDeque<u32>,
+    pub last_reflection: Option<Turn>,
+}
+
+impl Recall {
+    /// What a step is sent: the own posts and knowledge when it posts, the
+    /// engaged entries when it reflects.
+    pub fn for_step(&self, posting: bool, reflecting: bool) -> Recall {
+        Recall {
+            read: self.read,
+            engaged: if reflecting { self.engaged.clone() } else { Vec::new() },
+            own_posts: if posting { self.own_posts.clone() } else { VecDeque::new() },
+            knowledge: if posting { self.knowledge.clone() } else { VecDeque::new() },
+            last_reflection: self.last_reflection,
+        }
+    }
+}
+
+impl From<&Memory> for Recall {
+    fn from(m: &Memory) -> Recall {
+        Recall {
+            read: m.short_term.len() as u64,
+            engaged: m.engaged_since(m.last_reflection).map(|(i, e)| (i as u64, e.clone())).collect(),
+            own_posts: m.own_posts.clone(),
+            knowledge: m.knowledge.clone(),
+            last_reflection: m.last_reflection,
+        }
+    }
+}
+
+/// A memory that steps' changes are made to: the whole [`Memory`], or the
+/// [`Recall`] that steps read.
+pub trait Remembers: Default {
+    /// Makes one change a step recorded.
+    fn apply(&mut self, change: &Remembered);
+
+    /// Takes the whole memory as rows written before steps recorded their
+    /// changes held it.
+    fn replace(&mut self, whole: Memory);
+
+    /// Takes in a step's stored memory: its list of changes, or (as rows
+    /// written before steps recorded changes) the whole memory after it.
+    fn absorb(&mut self, stored: &str) -> serde_json::Result<()> {
+        if stored.trim_start().starts_with('[') {
+            for change in serde_json::from_str::<Vec<Remembered>>(stored)? {
+                self.apply(&change);
+            }
+        } else {
+            self.replace(serde_json::from_str(stored)?);
+        }
+        Ok(())
+    }
+}
+
+impl Remembers for Memory {
+    fn apply(&mut self, change: &Remembered) {
+        match change {
+            Remembered::Read(entry) => self.remember(entry.clone()),
+            Remembered::Posted { text } => self.remember_post(text.clone()),
+            Remembered::Adopted { passage } => self.remember_knowledge(*passage),
+            Remembered::Summarised { turn, post, text } => {
+                if let Some(e) = self.short_term.iter_mut().find(|e| e.turn == *turn && e.post == *post) {
+                    e.text = text.clone();
+                    e.summarised = true;
+                }
+            }
+            Remembered::Reflected { turn, summary } => {
+                self.last_reflection = Some(*turn);
+                if let Some(s) = summary {
+                    self.remember_summary(s.clone());
+                }
+            }
+        }
+    }
+
+    fn replace(&mut self, whole: Memory) {
+        *self = whole;
+    }
+}
+
+impl Remembers for Recall {
+    fn apply(&mut self, change: &Remembered) {
+        match change {
+            Remembered::Read(entry) => {
+                if entry.engaged() {
+                    self.engaged.push((self.read, entry.clone()));
+                }
+                self.read += 1;
+                let kept_from = self.read.saturating_sub(SHORT_TERM_CAP as u64);
+                self.engaged.retain(|(at, _)| *at >= kept_from);
+            }
+            Remembered::Posted { text } => push_capped(&mut self.own_posts, text.clone(), OWN_POSTS_CAP),
+            Remembered::Adopted { passage } => {
+                if !self.knowledge.contains(passage) {
+                    push_capped(&mut self.knowledge, *passage, KNOWLEDGE_CAP);
+                }
+            }
+            Remembered::Summarised { turn, post, text } => {
+                if let Some((_, e)) = self.engaged.iter_mut().find(|(_, e)| e.turn == *turn && e.post == *post) {
+                    e.text = text.clone();
+                    e.summarised = true;
+                }
+            }
+            Remembered::Reflected { turn, .. } => {
+                self.last_reflection = Some(*turn);
+                self.engaged.retain(|(_, e)| e.turn > *turn);
+            }
+        }
+    }
+
+    fn replace(&mut self, whole: Memory) {
+        *self = Recall::from(&whole);
+    }
+}
+
+/// One change a step makes to its agent's memory. A step records these in
+/// order; [`Memory::apply`] makes them, on the coordinator and on replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Remembered {
+    /// A post shown, and what the agent did with it.
+    Read(Entry),
+    /// A post the agent wrote.
+    Posted { text: String },
+    /// A knowledge passage a post used.
+    Adopted { passage: u32 },
+    /// The summary that replaces the text of the entry read at `turn` of `post`.
+    Summarised { turn: Turn, post: PostId, text: String },
+    /// A reflection at `turn`, with its note when it got that far.
+    Reflected { turn: Turn, summary: Option<String> },
 }
 
 #[cfg(test)]
@@ -128,5 +277,49 @@ mod tests {
         m.remember(entry(3, vec![ActionKind::Comment]));
         assert_eq!(m.engaged_since(None).map(|(_, e)| e.turn.0).collect::<Vec<_>>(), [1, 3]);
         assert_eq!(m.engaged_since(Some(Turn(1))).map(|(i, _)| i).collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn what_steps_read_follows_the_whole_memory_through_caps_and_reflections() {
+        let (mut whole, mut held) = (Memory::default(), Recall::default());
+        for i in 0..700u32 {
+            let turn = i / 10;
+            let mut changes = vec![Remembered::Read(Entry {
+                turn: Turn(turn),
+                post: PostId(u64::from(i)),
+                author: AgentId(i % 13),
+                text: format!("post {i}"),
+                summarised: false,
+                actions: if i % 7 == 0 { vec![ActionKind::Like] } else { vec![] },
+                comment: None,
+            })];
+            if i % 9 == 0 {
+                changes.push(Remembered::Posted { text: format!("mine {i}") });
+                changes.push(Remembered::Adopted { passage: i % 60 });
+            }
+            if i % 250 == 249 {
+                changes.push(Remembered::Summarised { turn: Turn(turn), post: PostId(u64::from(i - 6)), text: "short".into() });
+                changes.push(Remembered::Reflected { turn: Turn(turn), summary: Some(format!("day {turn}")) });
+            }
+            for c in &changes {
+                whole.apply(c);
+                held.apply(c);
+            }
+            let expected = Recall::from(&whole);
+            let entries = |r: &Recall| r.engaged.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>();
+            assert_eq!(entries(&held), entries(&expected), "engaged entries after read {i}");
+            assert_eq!(
+                (&held.own_posts, &held.knowledge, held.last_reflection),
+                (&expected.own_posts, &expected.knowledge, expected.last_reflection)
+            );
+        }
+        assert!(whole.short_term.len() == SHORT_TERM_CAP && !held.engaged.is_empty());
+        // A row written before steps recorded changes holds the whole memory.
+        let (mut from_row, mut recall_from_row) = (Memory::default(), Recall::default());
+        let stored = serde_json::to_string(&whole).unwrap();
+        from_row.absorb(&stored).unwrap();
+        recall_from_row.absorb(&stored).unwrap();
+        assert_eq!((from_row, recall_from_row.engaged.len()), (whole, held.engaged.len()));
+        assert!(Memory::default().absorb("{\"short_term\": 3}").is_err(), "a memory that does not read is an error");
     }
 }

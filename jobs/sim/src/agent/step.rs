@@ -21,6 +21,11 @@
 //! embedder error fails the whole step (the worker retries the turn), so a
 //! step is either complete or has no effect. Memory records
 //! what the agent decided, before the platform rules on it.
+//!
+//! A step is sent only what it needs of the agent's memory (a [`Recall`])
+//! and returns the changes it made ([`Remembered`]), which the coordinator
+//! applies to the memory it holds: a turn's messages and results stay the
+//! same size however long the run has gone on.
 
 use serde::{Deserialize, Serialize};
 use some_schemas::sim::ActionKind;
@@ -29,7 +34,7 @@ use crate::agent::decide::{self, Decision, FeedPost};
 use crate::agent::decide_feed;
 use crate::agent::dynamic::{DynamicSettings, Relevance, persona_for};
 use crate::agent::knowledge::{KnowledgeSettings, PassageStore};
-use crate::agent::memory::{Entry, Memory};
+use crate::agent::memory::{Entry, Recall, Remembered, Remembers};
 use crate::agent::persona::Persona;
 use crate::agent::plan::Plan;
 use crate::agent::reflect;
@@ -91,7 +96,8 @@ impl Default for StepSettings {
 pub struct StepInput<'a> {
     pub persona: &'a Persona,
     pub plan: &'a Plan,
-    pub memory: &'a Memory,
+    /// What the step needs of the agent's memory ([`Recall::for_step`]).
+    pub memory: &'a Recall,
     pub turn: Turn,
     pub feed: &'a [FeedPost],
     /// Posts to write this turn: [`Plan::posts_per_posting`] in a posting
@@ -130,7 +136,8 @@ pub struct StepFailure {
 pub struct Step {
     pub actions: Vec<AgentAction>,
     pub posts: Vec<PostNote>,
-    pub memory: Memory,
+    /// The changes to the agent's memory, in order.
+    pub remembered: Vec<Remembered>,
     pub failures: Vec<StepFailure>,
     pub calls: u32,
     pub usage: Usage,
@@ -153,6 +160,8 @@ struct Run<'a> {
     /// same question are not bound to the same answer, and a replay is.
     seed: Option<u64>,
     step: Step,
+    /// The memory as the step sees it: as sent, with this turn's changes.
+    recall: Recall,
 }
 
 impl Run<'_> {
@@ -160,6 +169,11 @@ impl Run<'_> {
         let seq = self.step.actions.len() as u32;
         self.step.actions.push(AgentAction { agent: self.agent, seq, action });
         seq
+    }
+
+    fn remember(&mut self, change: Remembered) {
+        self.recall.apply(&change);
+        self.step.remembered.push(change);
     }
 
     fn fail(&mut self, action: ActionKind, post: Option<PostId>, cause: impl std::fmt::Display) {
@@ -190,22 +204,16 @@ impl Run<'_> {
 
 /// Runs one agent's turn (see the module doc).
 pub async fn agent_step(input: StepInput<'_>, ctx: StepContext<'_>) -> Result<Step, StepError> {
-    let step = Step {
-        actions: Vec::new(),
-        posts: Vec::new(),
-        memory: input.memory.clone(),
-        failures: Vec::new(),
-        calls: 0,
-        usage: Usage::default(),
-    };
+    let step =
+        Step { actions: Vec::new(), posts: Vec::new(), remembered: Vec::new(), failures: Vec::new(), calls: 0, usage: Usage::default() };
     let agent = input.persona.id;
     let seed = ctx.settings.seed.map(|s| crate::agent::activity::mix(s, agent, input.turn));
-    let mut run = Run { ctx, agent, seed, step };
+    let mut run = Run { ctx, agent, seed, step, recall: input.memory.clone() };
     browse(&mut run, &input).await?;
     if input.posts > 0 {
         write_posts(&mut run, &input).await?;
     }
-    if ctx.settings.reflection && reflect::due(run.step.memory.last_reflection, input.turn, ctx.settings.reflect_every) {
+    if ctx.settings.reflection && reflect::due(run.recall.last_reflection, input.turn, ctx.settings.reflect_every) {
         reflect_and_follow(&mut run, &input).await?;
     }
     Ok(run.step)
@@ -276,7 +284,7 @@ async fn browse(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepErro
                 entry.comment = Some(text);
             }
         }
-        run.step.memory.remember(entry);
+        run.remember(Remembered::Read(entry));
     }
     Ok(())
 }
@@ -285,7 +293,7 @@ async fn browse(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepErro
 const RECENT_POSTS_IN_TOPICS: usize = 5;
 
 async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepError> {
-    let recent: Vec<String> = run.step.memory.own_posts.iter().rev().take(RECENT_POSTS_IN_TOPICS).cloned().collect();
+    let recent: Vec<String> = run.recall.own_posts.iter().rev().take(RECENT_POSTS_IN_TOPICS).cloned().collect();
     let prompt = decide::topics_prompt(&input.persona.full_text(), input.posts, &recent);
     let topics = match run.ask(prompt, decide::parse_topics).await? {
         Ok(t) => t,
@@ -318,7 +326,7 @@ async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), Ste
         for _ in 0..2 {
             match run.ask(prompt.clone(), decide::clean_post).await? {
                 Ok(text) => {
-                    let earlier: Vec<&str> = run.step.memory.own_posts.iter().map(String::as_str).collect();
+                    let earlier: Vec<&str> = run.recall.own_posts.iter().map(String::as_str).collect();
                     match settings.duplicate_of(&text, &earlier) {
                         Some((_, sim)) => duplicate = Some(sim),
                         None => {
@@ -337,8 +345,8 @@ async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), Ste
         match (written, duplicate) {
             (Some(text), _) => {
                 let seq = run.push(Action::Post { text: text.clone() });
-                run.step.memory.remember_post(text);
-                adopted.iter().for_each(|(id, _)| run.step.memory.remember_knowledge(*id));
+                run.remember(Remembered::Posted { text });
+                adopted.iter().for_each(|(id, _)| run.remember(Remembered::Adopted { passage: *id }));
                 run.step.posts.push(PostNote { seq, topic, knowledge: adopted.iter().map(|(id, _)| *id).collect() });
             }
             (None, Some(sim)) => run.fail(
@@ -353,34 +361,33 @@ async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), Ste
 }
 
 async fn reflect_and_follow(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepError> {
-    let since = run.step.memory.last_reflection;
-    let mut chosen: Vec<usize> = run.step.memory.engaged_since(since).map(|(i, _)| i).collect();
-    let skip = chosen.len().saturating_sub(reflect::HISTORY_CAP);
-    chosen.drain(..skip);
-    run.step.memory.last_reflection = Some(input.turn);
-    if chosen.is_empty() {
+    // The engaged entries since the last reflection that short-term memory
+    // still holds after this turn's reads, the latest HISTORY_CAP.
+    let since = run.recall.last_reflection;
+    let mut entries: Vec<Entry> =
+        run.recall.engaged.iter().filter(|(_, e)| since.is_none_or(|s| e.turn > s)).map(|(_, e)| e.clone()).collect();
+    entries.drain(..entries.len().saturating_sub(reflect::HISTORY_CAP));
+    if entries.is_empty() {
+        run.remember(Remembered::Reflected { turn: input.turn, summary: None });
         return Ok(());
     }
-    for i in &chosen {
-        let text = run.step.memory.short_term[*i].text.clone();
-        if run.step.memory.short_term[*i].summarised || !reflect::needs_summary(&text) {
+    for e in &mut entries {
+        if e.summarised || !reflect::needs_summary(&e.text) {
             continue;
         }
         match run
-            .ask(reflect::summary_prompt(&text), |r| {
+            .ask(reflect::summary_prompt(&e.text), |r| {
                 decide::clean_post(r).map_err(|_| ReplyError::Unreadable { what: "summary", cause: "the reply is empty".into() })
             })
             .await?
         {
             Ok(summary) => {
-                let e = &mut run.step.memory.short_term[*i];
-                e.text = summary;
-                e.summarised = true;
+                (e.text, e.summarised) = (summary.clone(), true);
+                run.remember(Remembered::Summarised { turn: e.turn, post: e.post, text: summary });
             }
-            Err(e) => run.fail(ActionKind::Follow, Some(run.step.memory.short_term[*i].post), e),
+            Err(err) => run.fail(ActionKind::Follow, Some(e.post), err),
         }
     }
-    let entries: Vec<Entry> = chosen.iter().map(|i| run.step.memory.short_term[*i].clone()).collect();
     let refs: Vec<&Entry> = entries.iter().collect();
     let query: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
     let persona = persona_for(input.persona, &query.join(" "), &run.ctx.settings.dynamic, run.ctx.relevance).await?;
@@ -397,13 +404,13 @@ async fn reflect_and_follow(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<
                 run.push(Action::Follow { agent });
             }
             let followed = if names.is_empty() { "no one".to_string() } else { format!("user {}", names.join(", user ")) };
-            run.step.memory.remember_summary(format!(
-                "Day {}: looked back at {} posts and chose to follow {followed}.",
-                input.turn.day(),
-                entries.len()
-            ));
+            let summary = format!("Day {}: looked back at {} posts and chose to follow {followed}.", input.turn.day(), entries.len());
+            run.remember(Remembered::Reflected { turn: input.turn, summary: Some(summary) });
         }
-        Err(e) => run.fail(ActionKind::Follow, None, e),
+        Err(e) => {
+            run.fail(ActionKind::Follow, None, e);
+            run.remember(Remembered::Reflected { turn: input.turn, summary: None });
+        }
     }
     Ok(())
 }

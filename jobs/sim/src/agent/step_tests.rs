@@ -2,8 +2,18 @@
 //! plan's quotas, retries, de-duplication, knowledge and reflection.
 
 use super::*;
+use crate::Memory;
+use crate::agent::memory::{Recall, Remembers};
 use crate::agent::test_model::{self, Scripted};
 use some_jobs::chat::Message;
+
+/// The memory after the step: what the coordinator holds once it applied
+/// the step's changes.
+fn after(memory: &Memory, step: &Step) -> Memory {
+    let mut m = memory.clone();
+    step.remembered.iter().for_each(|c| m.apply(c));
+    m
+}
 
 /// Sarah with a shorter history and other preferences, which the turn's
 /// expected prompts quote.
@@ -57,7 +67,7 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
     let mut memory = Memory::default();
     memory.remember_post("Clicker training builds trust with a rescue dog.".into());
     let feed = feed();
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(48), feed: &feed, posts: 1 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(48), feed: &feed, posts: 1 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: Some(&store), settings: &settings };
     let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
 
@@ -121,7 +131,7 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
     );
     assert!(requests[3..7].iter().all(|r| r.response_format.is_none()), "topics and posts are free text");
 
-    let m = &step.memory;
+    let m = &after(&memory, &step);
     assert_eq!(m.short_term.len(), 2);
     assert!(m.short_term[0].summarised && m.short_term[0].actions == [ActionKind::Like, ActionKind::Reblog, ActionKind::Comment]);
     assert_eq!((m.own_posts.len(), m.knowledge.iter().copied().collect::<Vec<_>>(), m.last_reflection), (2, vec![1], Some(Turn(48))));
@@ -134,7 +144,7 @@ fn unreadable_replies_are_recorded_and_the_turn_goes_on() {
     let (persona, plan, settings) = (sarah(), plan(100), StepSettings::default());
     let memory = Memory::default();
     let feed = feed();
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(5), feed: &feed, posts: 1 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(5), feed: &feed, posts: 1 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
     let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
     assert_eq!(step.actions.len(), 1, "only the browse: {:?}", step.actions);
@@ -146,8 +156,9 @@ fn unreadable_replies_are_recorded_and_the_turn_goes_on() {
             (ActionKind::Post, None, "topics reply cannot be read: no numbered or bulleted topic"),
         ]
     );
-    assert_eq!(step.memory.short_term.len(), 2, "both posts are remembered as browsed");
-    assert_eq!(step.memory.last_reflection, None, "not due before two days");
+    let m = after(&memory, &step);
+    assert_eq!(m.short_term.len(), 2, "both posts are remembered as browsed");
+    assert_eq!(m.last_reflection, None, "not due before two days");
 }
 
 #[test]
@@ -156,7 +167,7 @@ fn a_model_error_fails_the_whole_step_and_nothing_is_returned() {
     let (persona, plan, settings) = (sarah(), plan(100), StepSettings::default());
     let memory = Memory::default();
     let feed = feed();
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(5), feed: &feed, posts: 0 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(5), feed: &feed, posts: 0 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
     let err = futures::executor::block_on(agent_step(input, ctx)).unwrap_err();
     assert_eq!(err.to_string(), "model endpoint scripted: the script has ended");
@@ -168,7 +179,7 @@ fn a_post_that_repeats_twice_is_dropped_as_a_failure() {
     let (persona, plan, settings) = (sarah(), plan(0), StepSettings { reflection: false, ..Default::default() });
     let mut memory = Memory::default();
     memory.remember_post("Rescue dogs need patience and love.".into());
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(19), feed: &[], posts: 1 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(19), feed: &[], posts: 1 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
     let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
     assert!(step.actions.is_empty());
@@ -185,7 +196,7 @@ fn the_step_future_can_run_on_a_multithreaded_runtime() {
     fn assert_send<T: Send>(_: &T) {}
     let model = Scripted::new(Vec::<String>::new());
     let (persona, plan, settings, memory) = (sarah(), plan(0), StepSettings::default(), Memory::default());
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(1), feed: &[], posts: 0 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(1), feed: &[], posts: 0 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
     let fut = agent_step(input, ctx);
     assert_send(&fut);
@@ -200,7 +211,7 @@ fn a_batched_turn_decides_the_whole_feed_in_one_call_within_the_quotas() {
     let settings = StepSettings { browse: BrowseMode::Batched, reflection: false, ..Default::default() };
     let memory = Memory::default();
     let feed = feed();
-    let input = StepInput { persona: &persona, plan: &plan, memory: &memory, turn: Turn(20), feed: &feed, posts: 0 };
+    let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(&memory), turn: Turn(20), feed: &feed, posts: 0 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
     let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
     let kinds: Vec<(ActionKind, Option<u64>)> = step
@@ -238,10 +249,10 @@ fn a_later_posting_turn_asks_with_the_agents_recent_posts_and_its_own_seed() {
     let ask = |memory: &Memory, turn: Turn| {
         // A second try after a duplicate gets a new text.
         let model = Scripted::new(["1. Dog training tips", "Clicker training builds trust with a rescue dog.", "Marathon week done."]);
-        let input = StepInput { persona: &persona, plan: &plan, memory, turn, feed: &[], posts: 1 };
+        let input = StepInput { persona: &persona, plan: &plan, memory: &Recall::from(memory), turn, feed: &[], posts: 1 };
         let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
         let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
-        (model.requests(), step.memory)
+        (model.requests(), after(memory, &step))
     };
     let (first, memory) = ask(&Memory::default(), Turn(19));
     let (second, _) = ask(&memory, Turn(19 + 168));
@@ -250,4 +261,52 @@ fn a_later_posting_turn_asks_with_the_agents_recent_posts_and_its_own_seed() {
     assert!(topics(&second).contains("- Clicker training builds trust with a rescue dog."), "{}", topics(&second));
     assert_ne!(first[0].seed, second[0].seed, "each turn samples with its own seed");
     assert_eq!(first[0].seed, ask(&Memory::default(), Turn(19)).0[0].seed, "and a replay with the same one");
+}
+
+#[test]
+fn a_reflection_sent_only_its_entries_reads_what_the_whole_memory_would_hold() {
+    // 199 entries held: two engaged at the front, one in the middle. The
+    // two posts read this turn push the oldest out of the 200 kept, so the
+    // reflection looks back at the other two only.
+    let mut memory = Memory::default();
+    for i in 0..199u32 {
+        let actions = if matches!(i, 0 | 1 | 150) { vec![ActionKind::Like] } else { Vec::new() };
+        let text = format!("Entry number {i} about dogs.");
+        memory.remember(Entry {
+            turn: Turn(10),
+            post: PostId(1000 + u64::from(i)),
+            author: AgentId(7),
+            text,
+            summarised: false,
+            actions,
+            comment: None,
+        });
+    }
+    let no = "Like: no\nReblog: no\nComment: none";
+    let model = Scripted::new([no, no, "I would follow user 7."]);
+    let (persona, plan, settings, feed) = (sarah(), plan(0), StepSettings::default(), feed());
+    let recall = Recall::from(&memory).for_step(false, true);
+    assert_eq!((recall.read, recall.engaged.len(), recall.own_posts.len()), (199, 3, 0), "only the engaged entries travel");
+    let input = StepInput { persona: &persona, plan: &plan, memory: &recall, turn: Turn(48), feed: &feed, posts: 0 };
+    let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
+    let step = futures::executor::block_on(agent_step(input, ctx)).unwrap();
+    let prompt = &model.requests()[2].messages[0].content;
+    assert!(prompt.contains("Entry number 1 about") && prompt.contains("Entry number 150 about"), "{prompt}");
+    assert!(!prompt.contains("Entry number 0 about"), "the entry the reads pushed out is not looked back at");
+    let m = after(&memory, &step);
+    assert_eq!((m.short_term.len(), m.short_term[0].post, m.last_reflection), (200, PostId(1001), Some(Turn(48))));
+    assert_eq!(m.summaries.back().map(String::as_str), Some("Day 2: looked back at 2 posts and chose to follow user 7."));
+    let stored = serde_json::to_string(&step.remembered).unwrap();
+    let mut replayed = memory.clone();
+    replayed.absorb(&stored).unwrap();
+    assert_eq!(replayed, m, "the stored changes rebuild the same memory");
+    let mut held = Recall::from(&memory);
+    held.absorb(&stored).unwrap();
+    let whole = Recall::from(&m);
+    assert_eq!(
+        (&held.engaged, &held.own_posts, &held.knowledge, held.last_reflection, held.read),
+        (&whole.engaged, &whole.own_posts, &whole.knowledge, whole.last_reflection, 201),
+        "and what steps read of it"
+    );
+    assert!(held.engaged.is_empty(), "a reflection leaves nothing engaged since it");
 }
