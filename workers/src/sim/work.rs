@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use datafusion::prelude::{col, lit};
 use futures::future::BoxFuture;
@@ -25,7 +26,7 @@ use some_sim::{AgentId, PassageStore, Persona, Plan, StepContext, StepInput, age
 use tokio::sync::OnceCell;
 
 use super::shard::{AgentTurn, NewAgent, ShardWork};
-use super::spec::{KnowledgeSource, RelevanceSource, SimSpec, load_sim};
+use super::spec::{KnowledgeSource, RelevanceSource, SimRecord, SimSpec, load_sim};
 use crate::error::{Error, Result};
 use crate::handler::{Cache, JobContext};
 use crate::lake::Lake;
@@ -216,7 +217,7 @@ fn step_row(run_id: &RunId, turn: some_sim::Turn, agent: AgentId, step: &some_si
         agent_id: i64::from(agent.0),
         actions: json(&step.actions),
         posts: json(&step.posts),
-        memory: json(&step.memory),
+        memory: json(&step.remembered),
         failures: json(&step.failures),
         calls: i64::from(step.calls),
         prompt_tokens: prompt_tokens as i64,
@@ -260,13 +261,20 @@ pub async fn load_agents(lake: &Lake, run_id: &RunId) -> Result<HashMap<AgentId,
 #[derive(Default)]
 pub struct SimJobs {
     sims: Cache<SimRunner>,
+    /// Each run's record as last read, and when: shards look for a
+    /// cancellation once a second per run, not once each (a turn of a large
+    /// run has hundreds), as the coordinator does.
+    records: std::sync::Mutex<HashMap<String, (Instant, SimRecord)>>,
 }
+
+/// How stale a run's record may be when a shard starts.
+const RECORD_FRESH: Duration = Duration::from_secs(1);
 
 impl SimJobs {
     /// Runs a simulation shard unless its run was cancelled.
     pub async fn run(&self, ctx: &JobContext<'_>, run_id: &RunId, payload: &str) -> Result<()> {
         let work = ShardWork::from_payload(payload)?;
-        let record = load_sim(ctx.lake, run_id).await?;
+        let record = self.record(ctx.lake, run_id).await?;
         if record.cancelled {
             tracing::info!(run = %run_id, "simulation cancelled: dropping its shard");
             return Ok(());
@@ -277,5 +285,15 @@ impl SimJobs {
             .await
             .map_err(|e| e.context(format!("cannot set up simulation {run_id}")))?;
         runner.run_shard(work, ctx.progress).await
+    }
+
+    async fn record(&self, lake: &Lake, run_id: &RunId) -> Result<SimRecord> {
+        let known = self.records.lock().expect("records lock").get(run_id.as_str()).cloned();
+        if let Some((_, record)) = known.filter(|(at, _)| at.elapsed() < RECORD_FRESH) {
+            return Ok(record);
+        }
+        let record = load_sim(lake, run_id).await?;
+        self.records.lock().expect("records lock").insert(run_id.to_string(), (Instant::now(), record.clone()));
+        Ok(record)
     }
 }
