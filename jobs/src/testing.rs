@@ -19,6 +19,8 @@ pub struct ScriptedModel {
     replies: Mutex<VecDeque<Result<ChatResponse, ModelError>>>,
     then: Answer,
     requests: Mutex<Vec<ChatRequest>>,
+    /// Whether [`ScriptedModel::requests`] keeps what was asked.
+    record: bool,
 }
 
 impl ScriptedModel {
@@ -33,7 +35,19 @@ impl ScriptedModel {
         replies: Vec<Result<ChatResponse, ModelError>>,
         then: impl Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync + 'static,
     ) -> ScriptedModel {
-        ScriptedModel { name: name.into(), replies: Mutex::new(replies.into()), then: Box::new(then), requests: Mutex::new(Vec::new()) }
+        ScriptedModel {
+            name: name.into(),
+            replies: Mutex::new(replies.into()),
+            then: Box::new(then),
+            requests: Mutex::new(Vec::new()),
+            record: true,
+        }
+    }
+
+    /// Keeps no request: for benchmarks, which would otherwise hold every
+    /// one of their millions of requests in memory.
+    pub fn unrecorded(self) -> ScriptedModel {
+        ScriptedModel { record: false, ..self }
     }
 
     /// Every request so far, in order.
@@ -79,7 +93,9 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        if let Ok(mut seen) = self.requests.lock() {
+        if self.record
+            && let Ok(mut seen) = self.requests.lock()
+        {
             seen.push(request.clone());
         }
         let next = self.replies.lock().ok().and_then(|mut r| r.pop_front());

@@ -2,8 +2,13 @@
 //! seeding, then two stages of 84) against an instant scripted model over
 //! HTTP, through the in-process queue and then through RabbitMQ with 2
 //! worker processes of the release `some` binary. Prints active
-//! agent-turns/s (target >= 5,000) and the share of the turn time spent
-//! ranking feeds and committing turns (target: together < 20%).
+//! agent-turns/s (targets: >= 15,000 at 10,000 agents for a week, 16,000
+//! at a million) and the share of the turn time spent ranking feeds and
+//! committing turns (target: together < 15%).
+//!
+//! Every `SOME_BENCH_EVERY` turns (default 24) it prints the window's
+//! agent-turns/s and the process's resident memory, so a rate or a size
+//! that grows with the turns already run shows; at the end, the peak.
 //!
 //! `cargo bench -p some-workers --bench sim_week`; `SOME_BENCH_AGENTS` and
 //! `SOME_BENCH_TURNS` for a smaller run, `SOME_BENCH_QUEUE` for another
@@ -11,11 +16,11 @@
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use some_jobs::chat::ChatResponse;
-use some_jobs::progress::NoProgress;
+use some_jobs::progress::{NoProgress, Progress};
 use some_jobs::testing::ScriptedModel;
 use some_schemas::sim::AgentKind;
 use some_schemas::{RunEvent, RunId};
@@ -32,6 +37,42 @@ use some_workers::{Lake, LakeLocation};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Prints a line every `every` turns: the window's agent-turns/s and the
+/// resident memory (the coordinator's; in-process, the workers' too).
+struct Pulse {
+    every: u32,
+    window: Mutex<(Instant, u64, u32)>,
+}
+
+impl Progress for Pulse {
+    fn phase(&self, name: &str, total: Option<u64>) {
+        let Some(turn) = name.strip_prefix("turn ").and_then(|t| t.parse::<u32>().ok()) else { return };
+        let mut w = self.window.lock().expect("pulse lock");
+        if turn > 0 && turn % self.every == 0 {
+            let secs = w.0.elapsed().as_secs_f64();
+            println!(
+                "  turns {}-{}: {} agent-turns, {:.0}/s; resident {:.2} GB",
+                turn - w.2,
+                turn - 1,
+                w.1,
+                w.1 as f64 / secs.max(1e-9),
+                memory_gb("VmRSS")
+            );
+            *w = (Instant::now(), 0, 0);
+        }
+        w.1 += total.unwrap_or(0);
+        w.2 += 1;
+    }
+    fn advance(&self, _: u64) {}
+}
+
+/// A figure of /proc/self/status in GB (VmRSS now, VmHWM the peak).
+fn memory_gb(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok());
+    kb.unwrap_or(0.0) / 1e6
+}
+
 fn env(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -40,12 +81,14 @@ fn env(name: &str, default: u32) -> u32 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agents = env("SOME_BENCH_AGENTS", 10_000);
     let turns = env("SOME_BENCH_TURNS", 168);
+    let every = env("SOME_BENCH_EVERY", 24).max(1);
     let modes = std::env::var("SOME_BENCH_MODES").unwrap_or_else(|_| "memory,amqp".into());
     let queue_url = std::env::var("SOME_BENCH_QUEUE").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     let model = ScriptedModel::new("instant", |request| {
         let prompt = request.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
         Ok(ChatResponse { content: sim_answer(prompt), model: "instant".into(), ..Default::default() })
-    });
+    })
+    .unrecorded();
     let addr: SocketAddr = serve(
         Served { chat: Arc::new(model), embedder: None },
         "127.0.0.1:0".parse()?,
@@ -87,7 +130,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Executor::here(&lake, config.clone(), Arc::new(NoProgress)).simulate(&spec, setup).await?;
             let setup_secs = started.elapsed().as_secs_f64();
             let started = Instant::now();
-            let week = Executor::here(&lake, config, Arc::new(NoProgress)).simulate(&spec, Until::default()).await?;
+            let pulse = Arc::new(Pulse { every, window: Mutex::new((Instant::now(), 0, 0)) });
+            let week = Executor::here(&lake, config, pulse).simulate(&spec, Until::default()).await?;
             let secs = started.elapsed().as_secs_f64();
             (week, setup_secs, secs)
         } else {
@@ -112,7 +156,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             drive(&lake, queue.as_ref(), &spec, setup, &NoProgress).await?;
             let setup_secs = started.elapsed().as_secs_f64();
             let started = Instant::now();
-            let week = drive(&lake, queue.as_ref(), &spec, Until::default(), &NoProgress).await?;
+            let pulse = Pulse { every, window: Mutex::new((Instant::now(), 0, 0)) };
+            let week = drive(&lake, queue.as_ref(), &spec, Until::default(), &pulse).await?;
             let secs = started.elapsed().as_secs_f64();
             for mut w in workers {
                 let _ = w.kill();
@@ -123,13 +168,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let per_turn = |d: std::time::Duration| d.as_secs_f64() * 1000.0 / f64::from(week.turns.max(1));
         let share = (week.feed_time + week.commit_time).as_secs_f64() / secs.max(1e-9) * 100.0;
         println!(
-            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 5,000); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms; feeds + commits {share:.1}% of the week (target < 20%)",
+            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 15,000 at 10,000 agents, 16,000 at a million); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms; feeds + commits {share:.1}% of the week (target < 15%); peak resident {:.2} GB (this process{})",
             week.turns,
             week.agent_turns,
             week.agent_turns as f64 / secs.max(1e-9),
             per_turn(week.feed_time),
             per_turn(week.step_time),
             per_turn(week.commit_time),
+            memory_gb("VmHWM"),
+            if mode == "memory" { ", workers included" } else { ": the coordinator" },
         );
     }
     Ok(())

@@ -38,6 +38,7 @@ pub fn instant_model() -> ScriptedModel {
         };
         Ok(ChatResponse { content: content.into(), model: "instant".into(), ..Default::default() })
     })
+    .unrecorded()
 }
 
 /// Serves [`instant_model`] on a free loopback port until the process ends.
