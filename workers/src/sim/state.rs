@@ -1,8 +1,9 @@
 //! A run's state as the lake holds it: agents as set up, the platform
 //! rebuilt by replaying every committed turn's actions (each turn's digest
-//! checked against the one recorded with it), and each agent's memory from
-//! the changes its committed steps made. This is all a coordinator starts from, so a
-//! resumed run goes on exactly where the last committed turn left it.
+//! checked against the one recorded with it), and what steps read of each
+//! agent's memory, from the changes its committed steps made. This is all a
+//! coordinator starts from, so a resumed run goes on exactly where the last
+//! committed turn left it.
 
 use std::collections::{BTreeMap, HashMap};
 
