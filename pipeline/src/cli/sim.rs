@@ -390,7 +390,7 @@ impl SimFork {
         if self.at == 0 {
             anyhow::bail!("a fork starts at turn 1 or later (turn 0 is the seeding): start a new run instead");
         }
-        let base = some_workers::sim::SimState::load_until(lake, &parent, Some(Turn(self.at - 1))).await?;
+        let base = some_workers::sim::SimState::load_platform_until(lake, &parent, Some(Turn(self.at - 1))).await?;
         if base.next_turn() != Turn(self.at) {
             anyhow::bail!(
                 "run {} has committed {} turns: a fork at turn {} needs its turns 0 to {}",

@@ -34,7 +34,7 @@ pub async fn compare_fork(lake: &Lake, fork: &SimSpec, other: &SimSpec, resample
         return Err(Error::Invalid(format!("run {short} has no committed turn from the fork's first turn {from} on")));
     }
     let to = Turn(to - 1);
-    let (f, o) = (SimState::load_until(lake, fork, Some(to)).await?, SimState::load_until(lake, other, Some(to)).await?);
+    let (f, o) = (SimState::load_platform_until(lake, fork, Some(to)).await?, SimState::load_platform_until(lake, other, Some(to)).await?);
     let followers = |s: &SimState| -> Vec<u32> { s.agents.iter().map(|a| s.platform.followers_count(a.persona.id) as u32).collect() };
     let (ff, of) = (followers(&f), followers(&o));
     let rows = |spec: &SimSpec| {

@@ -34,6 +34,10 @@ pub struct InterviewSpec {
     pub max_attempts: u32,
 }
 
+/// Up to this many chosen agents, their steps are read by an `IN` list of
+/// their ids; more, and reading every step costs less than such a filter.
+const FEW_AGENTS: usize = 1_000;
+
 /// Asks every chosen agent every question and stores the answers in one
 /// commit; a reply that cannot be read is stored as its error. Nothing is
 /// stored if the model cannot be reached.
@@ -45,7 +49,8 @@ pub async fn interview(
     threads: usize,
 ) -> Result<Vec<SimInterviewRow>> {
     let run = spec.run_id.as_str();
-    let state = SimState::load_until(lake, spec, Some(ask.turn)).await?;
+    // The memories are rebuilt whole below, for the chosen agents only.
+    let state = SimState::load_platform_until(lake, spec, Some(ask.turn)).await?;
     if state.next_turn().0 <= ask.turn.0 {
         return Err(Error::Invalid(match state.next_turn().0 {
             0 => format!("run {run} has no committed turn yet: turn {} cannot be asked about", ask.turn),
@@ -62,7 +67,7 @@ pub async fn interview(
     }
     // An interview of a few agents replays just their steps' memories.
     let ids: Vec<i64> = chosen.iter().map(|a| i64::from(a.persona.id.0)).collect();
-    let only = (ids.len() <= 1_000).then_some(ids.as_slice());
+    let only = (ids.len() <= FEW_AGENTS).then_some(ids.as_slice());
     let memories = &memories_of(lake, spec, only, ask.turn, |_, _, _| {}).await?;
     let model: Arc<dyn ChatModel> = chat_model(&ask.model, &ask.endpoints, client, threads)?;
     let jobs = chosen.iter().flat_map(|a| ask.questions.iter().enumerate().map(move |(i, q)| (*a, i, q)));

@@ -95,7 +95,17 @@ impl SimState {
     /// Reads and replays the run up to committed turn `until` (all when
     /// `None`). A fork starts from its parent's state before its first
     /// turn, read the same way, and replays its own turns on top.
-    pub fn load_until<'a>(lake: &'a Lake, spec: &'a SimSpec, until: Option<Turn>) -> BoxFuture<'a, Result<SimState>> {
+    pub async fn load_until(lake: &Lake, spec: &SimSpec, until: Option<Turn>) -> Result<SimState> {
+        SimState::replay(lake, spec, until, true).await
+    }
+
+    /// [`SimState::load_until`] without the agents' recalls, for a reader
+    /// that rebuilds the memories it needs itself (an interview).
+    pub async fn load_platform_until(lake: &Lake, spec: &SimSpec, until: Option<Turn>) -> Result<SimState> {
+        SimState::replay(lake, spec, until, false).await
+    }
+
+    fn replay<'a>(lake: &'a Lake, spec: &'a SimSpec, until: Option<Turn>, recalls: bool) -> BoxFuture<'a, Result<SimState>> {
         async move {
             let run = spec.run_id.as_str();
             let first = spec.first_turn();
@@ -118,11 +128,11 @@ impl SimState {
                     Error::Invalid(format!("run {run} shares the setup of run {}, whose agents are not all set up", fork.agents_run))
                 })?,
                 Some(fork) if until.is_some_and(|u| u < first) => {
-                    return SimState::load_until(lake, &load_sim(lake, &fork.parent).await?.spec, until).await;
+                    return SimState::replay(lake, &load_sim(lake, &fork.parent).await?.spec, until, recalls).await;
                 }
                 Some(fork) => {
                     let parent = load_sim(lake, &fork.parent).await?.spec;
-                    let base = SimState::load_until(lake, &parent, Some(Turn(first.0 - 1))).await?;
+                    let base = SimState::replay(lake, &parent, Some(Turn(first.0 - 1)), recalls).await?;
                     if base.next_turn() != first {
                         return Err(Error::Invalid(format!(
                             "run {run} forks {} at turn {first}, but the parent has committed only {} turns",
@@ -160,7 +170,9 @@ impl SimState {
                 state.turns.push(t);
             }
             // A fork's own steps come after its parent's, which `base` holds.
-            fold_steps(lake, run, last + 1, None, &mut state.memories, |_, _, _| {}).await?;
+            if recalls {
+                fold_steps(lake, run, last + 1, None, &mut state.memories, |_, _, _| {}).await?;
+            }
             Ok(state)
         }
         .boxed()

@@ -57,10 +57,22 @@ pub struct Memory {
     pub last_reflection: Option<Turn>,
 }
 
-pub(crate) fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
+fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
     queue.push_back(item);
     while queue.len() > cap {
         queue.pop_front();
+    }
+}
+
+/// The own recent posts, as [`Memory`] and [`Recall`] both keep them.
+fn keep_post(posts: &mut VecDeque<String>, text: String) {
+    push_capped(posts, text, OWN_POSTS_CAP);
+}
+
+/// The knowledge passages used, each once, as [`Memory`] and [`Recall`] both keep them.
+fn keep_knowledge(knowledge: &mut VecDeque<u32>, passage: u32) {
+    if !knowledge.contains(&passage) {
+        push_capped(knowledge, passage, KNOWLEDGE_CAP);
     }
 }
 
@@ -69,12 +81,10 @@ impl Memory {
         push_capped(&mut self.short_term, entry, SHORT_TERM_CAP);
     }
     pub fn remember_post(&mut self, text: String) {
-        push_capped(&mut self.own_posts, text, OWN_POSTS_CAP);
+        keep_post(&mut self.own_posts, text);
     }
     pub fn remember_knowledge(&mut self, passage: u32) {
-        if !self.knowledge.contains(&passage) {
-            push_capped(&mut self.knowledge, passage, KNOWLEDGE_CAP);
-        }
+        keep_knowledge(&mut self.knowledge, passage);
     }
     pub fn remember_summary(&mut self, summary: String) {
         push_capped(&mut self.summaries, summary, SUMMARIES_CAP);
@@ -194,12 +204,8 @@ impl Remembers for Recall {
                 let kept_from = self.read.saturating_sub(SHORT_TERM_CAP as u64);
                 self.engaged.retain(|(at, _)| *at >= kept_from);
             }
-            Remembered::Posted { text } => push_capped(&mut self.own_posts, text.clone(), OWN_POSTS_CAP),
-            Remembered::Adopted { passage } => {
-                if !self.knowledge.contains(passage) {
-                    push_capped(&mut self.knowledge, *passage, KNOWLEDGE_CAP);
-                }
-            }
+            Remembered::Posted { text } => keep_post(&mut self.own_posts, text.clone()),
+            Remembered::Adopted { passage } => keep_knowledge(&mut self.knowledge, *passage),
             Remembered::Summarised { turn, post, text } => {
                 if let Some((_, e)) = self.engaged.iter_mut().find(|(_, e)| e.turn == *turn && e.post == *post) {
                     e.text = text.clone();
@@ -219,7 +225,7 @@ impl Remembers for Recall {
 }
 
 /// One change a step makes to its agent's memory. A step records these in
-/// order; [`Memory::apply`] makes them, on the coordinator and on replay.
+/// order; [`Remembers::apply`] makes them, on the coordinator and on replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum Remembered {

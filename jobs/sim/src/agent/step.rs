@@ -362,10 +362,9 @@ async fn write_posts(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), Ste
 
 async fn reflect_and_follow(run: &mut Run<'_>, input: &StepInput<'_>) -> Result<(), StepError> {
     // The engaged entries since the last reflection that short-term memory
-    // still holds after this turn's reads, the latest HISTORY_CAP.
-    let since = run.recall.last_reflection;
-    let mut entries: Vec<Entry> =
-        run.recall.engaged.iter().filter(|(_, e)| since.is_none_or(|s| e.turn > s)).map(|(_, e)| e.clone()).collect();
+    // still holds after this turn's reads (the recall keeps no others), the
+    // latest HISTORY_CAP.
+    let mut entries: Vec<Entry> = run.recall.engaged.iter().map(|(_, e)| e.clone()).collect();
     entries.drain(..entries.len().saturating_sub(reflect::HISTORY_CAP));
     if entries.is_empty() {
         run.remember(Remembered::Reflected { turn: input.turn, summary: None });
