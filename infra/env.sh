@@ -95,6 +95,21 @@ ensure_openai_client() {
   "$venv/bin/pip" install --quiet --disable-pip-version-check openai==3.54.0
 }
 
+# Engines that read the lake's Delta logs and that no one here wrote: the
+# `deltalake` package (delta-rs) and Polars, in a venv at
+# $SOME_CACHE/delta-venv, for the test that they read every table as
+# `some sql` does. Exports SOME_DELTA_PYTHON.
+ensure_delta_readers() {
+  local venv="$SOME_CACHE/delta-venv"
+  export SOME_DELTA_PYTHON="$venv/bin/python"
+  if "$SOME_DELTA_PYTHON" -c 'import deltalake, polars, pyarrow' >/dev/null 2>&1; then return 0; fi
+  if [ ! -x "$SOME_DELTA_PYTHON" ]; then
+    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+  fi
+  say "installing the Delta readers (deltalake, Polars) into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check deltalake==1.6.6 polars==2.1.0 pyarrow==26.0.1
+}
+
 # RabbitMQ on 127.0.0.1:5672 (guest/guest).
 ensure_rabbitmq() {
   if (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then return 0; fi

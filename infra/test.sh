@@ -6,6 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$SOME_ROOT"
 ensure_rabbitmq
 ensure_openai_client
+ensure_delta_readers
 ensure_chromium
 # The CUDA kernels compile (NVRTC + ptxas, no GPU needed), a broken kernel
 # fails that check, and the `cuda` build's tests pass (the GPU parity test

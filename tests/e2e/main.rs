@@ -2,6 +2,7 @@
 //! local folder and on a real S3 server. One binary, one module per area.
 
 mod annotation;
+mod delta;
 mod distributed;
 mod embedder;
 mod episodes;

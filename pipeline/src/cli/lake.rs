@@ -1,5 +1,5 @@
-//! `some lake history|convert` and `some vacuum`: the lake's versions, and
-//! the files no version needs.
+//! `some lake history|export-delta|convert` and `some vacuum`: the lake's
+//! versions, its tables' Delta logs, and the files no version needs.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,6 +11,10 @@ use some_workers::{Lake, LakeLocation};
 pub enum LakeCmd {
     /// The lake's versions, newest last: what each transaction added and removed.
     History(History),
+    /// Rewrite every table's Delta log (`<table>/_delta_log/`, what Spark,
+    /// Trino, DuckDB, Polars and `deltalake` read) from the lake's log.
+    /// Commits keep them current; this is for a damaged or deleted one.
+    ExportDelta,
     /// Convert a lake of the folder layout of earlier builds in place (one
     /// commit adds every file its tables hold).
     Convert,
@@ -21,12 +25,42 @@ pub struct History {
     /// Show this many versions, the latest ones.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// One table's Delta versions instead: which lake version each one is.
+    #[arg(long)]
+    pub table: Option<String>,
 }
 
 impl LakeCmd {
     pub async fn run(self, location: &str) -> anyhow::Result<ExitCode> {
         let location: LakeLocation = location.parse()?;
         match self {
+            LakeCmd::History(History { limit, table: Some(table) }) => {
+                let lake = Lake::open(&location).await?;
+                println!(
+                    "{:>8}  {:>8}  {:<25}  {:>6}  {:>10}  {:>7}  transaction",
+                    "table", "lake", "committed (UTC)", "files", "rows", "removed"
+                );
+                for v in lake.table_history(&table, limit).await? {
+                    println!(
+                        "{:>8}  {:>8}  {:<25}  {:>6}  {:>10}  {:>7}  {}",
+                        v.table_version,
+                        v.lake_version,
+                        v.committed_at(),
+                        v.added,
+                        v.rows,
+                        v.removed,
+                        v.txn
+                    );
+                }
+            }
+            LakeCmd::ExportDelta => {
+                let lake = Lake::open(&location).await?;
+                let done = lake.export_delta().await?;
+                println!(
+                    "wrote the Delta logs of {} tables from the lake at {location}: {} versions, {} checkpoints",
+                    done.tables, done.versions, done.checkpoints
+                );
+            }
             LakeCmd::History(cmd) => {
                 let lake = Lake::open(&location).await?;
                 let latest = lake.snapshot().await?.version();

@@ -43,6 +43,17 @@ const FILLED_LOOK_BACK: u64 = 1000;
 /// this many, unless a checkpoint write failed, which only costs time).
 const CHECKPOINT_INTERVAL: u64 = 100;
 
+/// How long the log remembers a removed file (its tombstone, which `some
+/// vacuum` reads) and a transaction's name (which keeps a job that runs
+/// again from committing twice): 30 days, well past vacuum's default
+/// retention and any job's deadline.
+const FORGET_AFTER_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// Every this many versions the state forgets what is older than
+/// [`FORGET_AFTER_MS`]: at fixed versions, so every reader, from any
+/// checkpoint, holds the same state at the same version.
+const FORGET_EVERY: u64 = 100;
+
 /// One data file of a table, as the log records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
@@ -52,12 +63,22 @@ pub struct FileEntry {
     pub rows: u64,
     /// When it was written, in milliseconds since the epoch.
     pub written_ms: i64,
+    /// Its column statistics as a Delta `add` action carries them (JSON),
+    /// read from its footer when it was written; none for files adopted
+    /// or converted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<String>,
 }
 
 impl FileEntry {
     pub fn table(&self) -> &str {
-        self.path.split('/').next().unwrap_or_default()
+        table_of(&self.path)
     }
+}
+
+/// The table a path relative to the lake root belongs to.
+pub(super) fn table_of(path: &str) -> &str {
+    path.split('/').next().unwrap_or_default()
 }
 
 /// One version of the lake.
@@ -76,6 +97,27 @@ pub(super) struct Commit {
     pub remove: Vec<String>,
 }
 
+impl Commit {
+    /// The tables whose files it adds or removes, each once, in name order.
+    pub fn tables(&self) -> BTreeSet<&str> {
+        self.add.iter().map(|f| f.table()).chain(self.remove.iter().map(|p| table_of(p))).collect()
+    }
+}
+
+/// A table's line of Delta versions (crate::lake::delta): how many lake
+/// commits touched it, the latest one, and the first one, which names the
+/// Delta table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableLine {
+    /// Delta versions so far; the latest is one less.
+    pub versions: u64,
+    /// The lake version of the latest.
+    pub lake_version: u64,
+    /// The first commit's transaction and time.
+    pub first_txn: String,
+    pub created_ms: i64,
+}
+
 /// The lake's state as of one version: every live file, the files removed
 /// (with when), and the names of the transactions committed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -88,6 +130,15 @@ pub struct Snapshot {
     /// Files no longer live, with when they were removed.
     removed: BTreeMap<String, i64>,
     txns: BTreeSet<String>,
+    /// When each transaction committed (names from checkpoints of earlier
+    /// builds have none, and are kept).
+    #[serde(default)]
+    txn_at: BTreeMap<String, i64>,
+    /// Each table's Delta line. `None` only in a checkpoint written by a
+    /// build before the Delta logs, which is then not used (the log is
+    /// replayed from version 0 instead).
+    #[serde(default)]
+    tables: Option<BTreeMap<String, TableLine>>,
 }
 
 impl Snapshot {
@@ -110,6 +161,21 @@ impl Snapshot {
 
     pub fn file(&self, path: &str) -> Option<&FileEntry> {
         self.files.get(path)
+    }
+
+    /// The Delta line of every table a commit has touched.
+    pub fn table_lines(&self) -> impl Iterator<Item = (&str, &TableLine)> {
+        self.tables.iter().flatten().map(|(t, line)| (t.as_str(), line))
+    }
+
+    pub fn table_line(&self, table: &str) -> Option<&TableLine> {
+        self.tables.as_ref()?.get(table)
+    }
+
+    /// The files removed from `table` and not yet deleted by the log's
+    /// account, with when.
+    pub(super) fn removed_under<'a>(&'a self, table: &'a str) -> impl Iterator<Item = (&'a str, i64)> + 'a {
+        self.removed.iter().filter(move |(p, _)| table_of(p) == table).map(|(p, at)| (p.as_str(), *at))
     }
 
     /// The live files whose path starts with the folder `folder` (no
@@ -145,7 +211,7 @@ impl Snapshot {
     }
 
     /// Applies `commit` whole, or not at all.
-    fn apply(&mut self, commit: &Commit) -> Result<()> {
+    pub(super) fn apply(&mut self, commit: &Commit) -> Result<()> {
         self.check(commit)?;
         if let Some(v) = commit.schema_version {
             self.schema_version = v;
@@ -158,10 +224,42 @@ impl Snapshot {
             self.removed.remove(&entry.path);
             self.files.insert(entry.path.clone(), entry.clone());
         }
+        if self.applied == 0 {
+            self.tables = Some(BTreeMap::new());
+        }
+        if let Some(lines) = &mut self.tables {
+            for table in commit.tables() {
+                let line = lines.entry(table.to_string()).or_insert_with(|| TableLine {
+                    versions: 0,
+                    lake_version: commit.version,
+                    first_txn: commit.txn.clone(),
+                    created_ms: commit.timestamp_ms,
+                });
+                line.versions += 1;
+                line.lake_version = commit.version;
+            }
+        }
         self.txns.insert(commit.txn.clone());
+        self.txn_at.insert(commit.txn.clone(), commit.timestamp_ms);
         self.timestamp_ms = commit.timestamp_ms;
         self.applied += 1;
+        if commit.version > 0 && commit.version.is_multiple_of(FORGET_EVERY) {
+            self.forget_before(commit.timestamp_ms.saturating_sub(FORGET_AFTER_MS));
+        }
         Ok(())
+    }
+
+    /// Drops the tombstones and transaction names older than `cutoff_ms`.
+    fn forget_before(&mut self, cutoff_ms: i64) {
+        self.removed.retain(|_, at| *at >= cutoff_ms);
+        let txns = &mut self.txns;
+        self.txn_at.retain(|name, at| {
+            let keep = *at >= cutoff_ms;
+            if !keep {
+                txns.remove(name);
+            }
+            keep
+        });
     }
 }
 
@@ -244,8 +342,13 @@ pub(crate) fn fault_point(point: &str) {
     }
 }
 
-fn checkpoint_interval() -> u64 {
+pub(super) fn checkpoint_interval() -> u64 {
     std::env::var("SOME_LAKE_CHECKPOINT_INTERVAL").ok().and_then(|v| v.parse().ok()).filter(|v| *v > 0).unwrap_or(CHECKPOINT_INTERVAL)
+}
+
+/// The transaction that marks `txn` aborted.
+fn aborted_name(txn: &str) -> String {
+    format!("abort-{txn}")
 }
 
 fn now_ms() -> i64 {
@@ -289,6 +392,12 @@ impl Lake {
 
     pub(super) async fn read_commit(&self, version: u64) -> Result<Option<Commit>> {
         self.get_json(&self.commit_path(version)).await
+    }
+
+    /// The checkpoint of `version`, unless there is none or an earlier build
+    /// wrote it (without the tables' Delta lines: replaying is exact).
+    async fn read_checkpoint(&self, version: u64) -> Result<Option<Snapshot>> {
+        Ok(self.get_json::<Snapshot>(&self.checkpoint_path(version)).await?.filter(|c| c.tables.is_some()))
     }
 
     /// Writes version 0 unless some process did; returns it.
@@ -340,7 +449,7 @@ impl Lake {
             None
         });
         let mut snapshot = match hint {
-            Some(h) => self.get_json::<Snapshot>(&self.checkpoint_path(h.version)).await?.unwrap_or_default(),
+            Some(h) => self.read_checkpoint(h.version).await?.unwrap_or_default(),
             None => Snapshot::default(),
         };
         self.catch_up(&mut snapshot, None).await?;
@@ -362,7 +471,7 @@ impl Lake {
         let mut base = Snapshot::default();
         let mut candidate = version - version % interval;
         while candidate > 0 {
-            if let Some(checkpoint) = self.get_json::<Snapshot>(&self.checkpoint_path(candidate)).await? {
+            if let Some(checkpoint) = self.read_checkpoint(candidate).await? {
                 let before = match at {
                     AsOf::Timestamp(t) => checkpoint.timestamp_ms <= t,
                     AsOf::Version(_) => true,
@@ -427,17 +536,33 @@ impl Lake {
     /// version the commit follows, so a writer that filled the table
     /// first, however late, is seen). Returns the version, or `None` if the
     /// log already holds `txn` (nothing is written again).
-    pub(super) async fn commit_files(&self, txn: &str, add: Vec<FileEntry>, removal: &Removal, empty: &[String]) -> Result<Option<u64>> {
+    /// A transaction aborted with [`Lake::abort_txn`] is refused too, and
+    /// so is one whose `refuse_if` transaction the log holds.
+    pub(super) async fn commit_files(
+        &self,
+        txn: &str,
+        add: Vec<FileEntry>,
+        removal: &Removal,
+        empty: &[String],
+        refuse_if: Option<&str>,
+    ) -> Result<Option<u64>> {
         if self.pinned.is_some() {
             return Err(Error::Invalid(format!("the lake at {} is opened as of an earlier version: it cannot be written", self.location)));
         }
         fault_point("before-commit");
         let mut latest = self.latest.lock().await;
         let snapshot = Arc::make_mut(&mut latest);
+        let aborted = aborted_name(txn);
         loop {
             self.catch_up(snapshot, None).await?;
             if snapshot.has_txn(txn) {
                 return Ok(None);
+            }
+            if snapshot.has_txn(&aborted) {
+                return Err(Error::Invalid(format!("transaction {txn} was aborted (the log holds {aborted}): it cannot commit")));
+            }
+            if let Some(other) = refuse_if.filter(|other| snapshot.has_txn(other)) {
+                return Err(Error::Invalid(format!("transaction {txn} is refused: transaction {other} committed first")));
             }
             if let Some(table) = empty.iter().find(|t| snapshot.files_under(t).any(|f| f.rows > 0)) {
                 let (by, version) = self.filled_by(table, snapshot.version()).await?;
@@ -461,6 +586,9 @@ impl Lake {
             }
             snapshot.apply(&commit)?;
             fault_point("after-commit");
+            if let Err(e) = self.publish_delta(&commit, snapshot).await {
+                tracing::warn!(error = %e, version = commit.version, "lake: Delta versions not written (the Delta view lags until the next open catches up)");
+            }
             let interval = checkpoint_interval();
             if commit.version.is_multiple_of(interval)
                 && let Err(e) = self.write_checkpoint(snapshot).await
@@ -468,6 +596,20 @@ impl Lake {
                 tracing::warn!(error = %e, version = commit.version, "lake log: checkpoint not written (readers replay more commits)");
             }
             return Ok(Some(commit.version));
+        }
+    }
+
+    /// Makes sure transaction `txn` never commits: commits, in the same
+    /// log, a transaction that says so, unless `txn` committed first (an
+    /// error then). Whichever of the two lands first wins; the other is
+    /// refused. Safe to run again.
+    pub async fn abort_txn(&self, txn: &str) -> Result<()> {
+        match self.commit_files(&aborted_name(txn), Vec::new(), &Removal::Nothing, &[], Some(txn)).await {
+            Ok(_) => Ok(()),
+            Err(Error::Invalid(_)) if self.snapshot().await?.has_txn(txn) => {
+                Err(Error::Invalid(format!("transaction {txn} is committed: its files are part of the lake")))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -531,8 +673,13 @@ pub struct CommitInfo {
 impl CommitInfo {
     /// When it was committed, RFC 3339 in UTC.
     pub fn committed_at(&self) -> String {
-        chrono::DateTime::from_timestamp_millis(self.timestamp_ms).map_or_else(|| self.timestamp_ms.to_string(), |t| t.to_rfc3339())
+        rfc3339(self.timestamp_ms)
     }
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC.
+pub(super) fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339())
 }
 
 #[cfg(test)]
@@ -540,7 +687,7 @@ mod tests {
     use super::*;
 
     fn entry(path: &str) -> FileEntry {
-        FileEntry { path: path.into(), size: 1, rows: 1, written_ms: 0 }
+        FileEntry { path: path.into(), size: 1, rows: 1, written_ms: 0, stats: None }
     }
 
     fn commit(version: u64, txn: &str, add: &[&str], remove: &[&str]) -> Commit {
@@ -582,6 +729,26 @@ mod tests {
         let mut all = Removal::Tables(vec!["t".into()]).resolve(&s, "replace").unwrap();
         all.sort();
         assert_eq!(all, ["t/a.parquet", "t/b.parquet"]);
+    }
+
+    #[test]
+    fn tombstones_and_transaction_names_are_forgotten_at_fixed_versions_after_thirty_days() {
+        let day = 24 * 3600 * 1000;
+        let mut s = Snapshot::default();
+        let mut at = |version: u64, ms: i64, txn: &str, add: &[&str], remove: &[&str]| {
+            s.apply(&Commit { timestamp_ms: ms, ..commit(version, txn, add, remove) }).unwrap();
+        };
+        at(0, 0, "create", &[], &[]);
+        at(1, 0, "old", &["t/a.parquet", "t/b.parquet"], &[]);
+        at(2, day, "drop-a", &[], &["t/a.parquet"]);
+        for v in 3..100 {
+            at(v, 40 * day, &format!("recent-{v}"), &[], &[]);
+        }
+        at(100, 40 * day, "late", &[], &["t/b.parquet"]);
+        assert!(!s.has_txn("old") && !s.has_txn("drop-a"), "names older than 30 days are forgotten at version 100");
+        assert!(s.has_txn("recent-3") && s.has_txn("late"));
+        assert_eq!((s.removed_at("t/a.parquet"), s.removed_at("t/b.parquet")), (None, Some(40 * day)));
+        assert_eq!(s.table_line("t").map(|l| l.versions), Some(3), "the tables' lines are kept");
     }
 
     #[test]

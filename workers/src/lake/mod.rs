@@ -21,6 +21,7 @@
 //! transaction. A file no commit names is never read (`some vacuum`
 //! deletes it after the retention period).
 
+mod delta;
 mod log;
 mod once;
 mod sql;
@@ -40,6 +41,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
 
+pub use delta::{DeltaExport, TableVersion};
 pub use log::{AsOf, CommitInfo, FileEntry, Removal, Snapshot};
 pub use sql::{OutputFormat, format_batches};
 pub use vacuum::Vacuumed;
@@ -117,6 +119,9 @@ pub struct Lake {
     latest: Arc<tokio::sync::Mutex<Arc<Snapshot>>>,
     /// Set on a lake opened as of an earlier version: it reads that one.
     pinned: Option<Arc<Snapshot>>,
+    /// Per table, the latest Delta version this process knows is written
+    /// (crate::lake::delta), shared by clones.
+    delta_written: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
 
 /// What the folder layout of earlier builds left at the root.
@@ -196,7 +201,15 @@ impl Lake {
     }
 
     fn new(location: &LakeLocation, store: Arc<dyn ObjectStore>, store_url: Url, root: Path) -> Lake {
-        Lake { location: location.clone(), store, store_url, root, latest: Default::default(), pinned: None }
+        Lake {
+            location: location.clone(),
+            store,
+            store_url,
+            root,
+            latest: Default::default(),
+            pinned: None,
+            delta_written: Default::default(),
+        }
     }
 
     pub fn location(&self) -> &LakeLocation {
@@ -265,7 +278,11 @@ impl Lake {
                 some_schemas::SCHEMA_VERSION
             )));
         }
-        *self.latest.lock().await = Arc::new(self.load_latest().await?);
+        let latest = Arc::new(self.load_latest().await?);
+        *self.latest.lock().await = latest.clone();
+        if let Err(e) = self.catch_up_delta(&latest).await {
+            tracing::warn!(error = %e, "lake: the tables' Delta logs lag the lake (they catch up at the next commit or open)");
+        }
         Ok(())
     }
 }

@@ -323,3 +323,104 @@ async fn a_writer_that_needs_an_empty_table_is_refused_once_another_filled_it() 
     replace.commit().await.unwrap();
     assert_eq!(count(&lake, "knowledge").await, "1");
 }
+
+fn delta_log(dir: &std::path::Path, table: &str, version: u64) -> Option<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(dir.join(format!("{table}/_delta_log/{version:020}.json"))).ok()?;
+    Some(text.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+}
+
+fn action<'a>(actions: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    actions.iter().filter_map(|a| a.get(kind)).collect()
+}
+
+#[tokio::test]
+async fn each_commit_is_a_delta_version_of_the_tables_it_touches_and_vacuum_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(0), knowledge(1)]).await.unwrap();
+    txn.commit().await.unwrap();
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(2)]).await.unwrap();
+    txn.replace_tables(&["knowledge"]);
+    let replaced = txn.commit().await.unwrap();
+
+    let first = delta_log(dir.path(), "knowledge", 0).expect("version 0");
+    assert_eq!(action(&first, "protocol")[0]["minReaderVersion"], 1, "no timestamp column: the plainest protocol");
+    let meta = action(&first, "metaData")[0];
+    assert!(meta["schemaString"].as_str().unwrap().contains(r#""name":"doc_index","type":"long""#), "{meta}");
+    let add = action(&first, "add")[0];
+    let stats: serde_json::Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+    assert_eq!(stats["numRecords"], 2);
+    assert_eq!((stats["minValues"]["doc_index"].clone(), stats["maxValues"]["doc_index"].clone()), (0.into(), 1.into()));
+    assert_eq!(stats["nullCount"]["link"], 2);
+    assert_eq!(action(&first, "txn")[0]["version"], 1, "the lake version it is");
+
+    let second = delta_log(dir.path(), "knowledge", 1).expect("version 1");
+    assert_eq!(action(&second, "remove").len(), 1);
+    assert_eq!(action(&second, "add").len(), 1);
+    assert!(action(&second, "metaData").is_empty());
+    assert_eq!(action(&second, "txn")[0]["version"], replaced.version.unwrap());
+    assert!(delta_log(dir.path(), "posts", 0).is_none(), "an untouched table has no log");
+
+    lake.vacuum(Duration::ZERO, false).await.unwrap();
+    assert!(delta_log(dir.path(), "knowledge", 1).is_some(), "vacuum took the Delta log for orphans");
+    assert_eq!(
+        lake.table_history("knowledge", 10).await.unwrap().iter().map(|v| (v.table_version, v.lake_version)).collect::<Vec<_>>(),
+        [(0, 1), (1, 2)]
+    );
+}
+
+#[tokio::test]
+async fn missing_delta_versions_are_written_again_on_open_and_by_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    for i in 0..3 {
+        let mut txn = lake.txn();
+        txn.write_rows(vec![knowledge(i)]).await.unwrap();
+        txn.commit().await.unwrap();
+    }
+    let versions: Vec<_> = (0..3).map(|v| delta_log(dir.path(), "knowledge", v).unwrap()).collect();
+    // As if a process died after lake commits 2 and 3 and before their Delta versions.
+    for v in [1, 2] {
+        std::fs::remove_file(dir.path().join(format!("knowledge/_delta_log/{v:020}.json"))).unwrap();
+    }
+    let reopened = open(dir.path()).await;
+    assert_eq!((0..3).map(|v| delta_log(dir.path(), "knowledge", v).unwrap()).collect::<Vec<_>>(), versions);
+
+    // A commit by a process that missed a version fills the gap first.
+    std::fs::remove_file(dir.path().join(format!("knowledge/_delta_log/{:020}.json", 2))).unwrap();
+    let mut txn = lake.txn();
+    txn.write_rows(vec![knowledge(9)]).await.unwrap();
+    lake.delta_written.lock().unwrap().remove("knowledge");
+    txn.commit().await.unwrap();
+    assert_eq!(delta_log(dir.path(), "knowledge", 2).unwrap(), versions[2]);
+    assert!(delta_log(dir.path(), "knowledge", 3).is_some());
+
+    std::fs::remove_dir_all(dir.path().join("knowledge/_delta_log")).unwrap();
+    let done = reopened.export_delta().await.unwrap();
+    assert_eq!((done.tables, done.versions), (1, 4));
+    assert_eq!((0..3).map(|v| delta_log(dir.path(), "knowledge", v).unwrap()).collect::<Vec<_>>(), versions);
+}
+
+#[tokio::test]
+async fn an_aborted_shared_transaction_never_commits_however_late_its_last_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = open(dir.path()).await;
+    let mut txn = lake.txn_in("ingest-a", "u1");
+    txn.write_rows(vec![knowledge(0)]).await.unwrap();
+    txn.stage().await.unwrap();
+    // The abort lands first (and again: it is safe to repeat) and deletes
+    // what was staged.
+    lake.abort_staged("ingest-a").await.unwrap();
+    lake.abort_staged("ingest-a").await.unwrap();
+    assert_eq!(parquet_files(dir.path()), 0, "the abort deleted what was staged");
+    // A last job that staged its part as the abort ran commits a moment
+    // later: refused, nothing visible.
+    let mut txn = lake.txn_in("ingest-a", "u1");
+    txn.write_rows(vec![knowledge(0)]).await.unwrap();
+    txn.stage().await.unwrap();
+    let late = lake.commit_staged("ingest-a", &["u1".into()], Removal::Nothing, &[]).await.unwrap_err();
+    assert!(late.to_string().contains("was aborted"), "{late}");
+    assert_eq!(count(&lake, "knowledge").await, "0");
+}

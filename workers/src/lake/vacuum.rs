@@ -68,6 +68,10 @@ impl Lake {
                 self.store.list(Some(&prefix)).try_collect().await.map_err(Error::store("list", &prefix))?;
             for meta in files {
                 let Some(relative) = self.relative(&meta.location) else { continue };
+                // The table's Delta log (crate::lake::delta) is no data file.
+                if relative.split('/').nth(1) == Some("_delta_log") {
+                    continue;
+                }
                 if snapshot.file(&relative).is_some() || pending.contains(&relative) {
                     continue;
                 }
@@ -132,13 +136,13 @@ impl Lake {
                 let Some(path) = lake.relative(&meta.location) else { continue };
                 // Row counts live in the files' footers; the log's count is
                 // informative only, so a conversion does not read every file.
-                added.push(FileEntry { path, size: meta.size, rows: 0, written_ms: meta.last_modified.timestamp_millis() });
+                added.push(FileEntry { path, size: meta.size, rows: 0, written_ms: meta.last_modified.timestamp_millis(), stats: None });
             }
         }
         let files = added.len() as u64;
         lake.create_log(some_schemas::SCHEMA_VERSION).await?;
         *lake.latest.lock().await = std::sync::Arc::new(lake.load_latest().await?);
-        lake.commit_files("convert-folder-layout", added, &Removal::Nothing, &[]).await?;
+        lake.commit_files("convert-folder-layout", added, &Removal::Nothing, &[], None).await?;
         lake.delete_quietly(&marker).await?;
         Ok((lake, files))
     }

@@ -136,7 +136,7 @@ mod tests {
     fn view(root: &str, paths: &[&str]) -> SnapshotView {
         let snapshot: Snapshot = serde_json::from_value(serde_json::json!({
             "applied": 2, "timestamp_ms": 0, "schema_version": 1,
-            "files": paths.iter().map(|p| (p.to_string(), FileEntry { path: p.to_string(), size: 3, rows: 1, written_ms: 0 })).collect::<std::collections::BTreeMap<_, _>>(),
+            "files": paths.iter().map(|p| (p.to_string(), FileEntry { path: p.to_string(), size: 3, rows: 1, written_ms: 0, stats: None })).collect::<std::collections::BTreeMap<_, _>>(),
             "removed": {}, "txns": ["a"]
         }))
         .unwrap();

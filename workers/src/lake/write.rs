@@ -197,8 +197,9 @@ impl Txn {
         self.seq += 1;
         let path = self.lake.path(&relative);
         let size = encoded.len() as u64;
+        let stats = super::delta::file_stats(table, &encoded);
         self.lake.store.put(&path, PutPayload::from(encoded)).await.map_err(Error::store("write", &path))?;
-        self.added.push(FileEntry { path: relative, size, rows, written_ms: chrono::Utc::now().timestamp_millis() });
+        self.added.push(FileEntry { path: relative, size, rows, written_ms: chrono::Utc::now().timestamp_millis(), stats });
         Ok(())
     }
 
@@ -207,7 +208,8 @@ impl Txn {
     pub async fn adopt(&mut self, relative: &str, rows: u64) -> Result<()> {
         let path = self.lake.path(relative);
         let meta = self.lake.store.head(&path).await.map_err(Error::store("read", &path))?;
-        self.added.push(FileEntry { path: relative.to_string(), size: meta.size, rows, written_ms: meta.last_modified.timestamp_millis() });
+        let written_ms = meta.last_modified.timestamp_millis();
+        self.added.push(FileEntry { path: relative.to_string(), size: meta.size, rows, written_ms, stats: None });
         Ok(())
     }
 
@@ -240,7 +242,7 @@ impl Txn {
             )));
         }
         let mut committed = self.staged();
-        committed.version = self.lake.commit_files(&self.name, self.added, &self.removal, &self.empty).await?;
+        committed.version = self.lake.commit_files(&self.name, self.added, &self.removal, &self.empty, None).await?;
         Ok(committed)
     }
 
@@ -301,16 +303,16 @@ impl Lake {
             files: added.iter().map(|f| self.path(&f.path)).collect(),
             rows: added.iter().map(|f| f.rows).sum(),
             bytes: added.iter().map(|f| f.size).sum(),
-            version: self.commit_files(id, added, &removal, empty).await?,
+            version: self.commit_files(id, added, &removal, empty, None).await?,
         }))
     }
 
-    /// Deletes what the jobs of the shared transaction `id` staged (it must
-    /// not be committed: its files would go missing).
+    /// Aborts the shared transaction `id` ([`Lake::abort_txn`]: refused if
+    /// it committed, and it can never commit after) and deletes what its
+    /// jobs staged. A job committing it at the same moment either lands
+    /// first, and the abort is refused, or is refused itself.
     pub async fn abort_staged(&self, id: &str) -> Result<()> {
-        if self.snapshot().await?.has_txn(id) {
-            return Err(Error::Invalid(format!("transaction {id} is committed: its files are part of the lake")));
-        }
+        self.abort_txn(id).await?;
         for (manifest, files) in self.staged_parts(id).await? {
             for file in files {
                 self.delete_quietly(&self.path(&file.path)).await?;
