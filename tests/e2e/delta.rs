@@ -69,8 +69,8 @@ fn pairs(lake: &str, env: &[(String, String)], table: &str, as_of: u64) -> Value
 }
 
 /// A world, a run whose episodes all failed and were rerun, a second
-/// judging, a compaction and a vacuum: every kind of commit the benchmark
-/// makes (appends, replacements, removals).
+/// judging, a simulation, a compaction and a vacuum: every kind of commit
+/// the lake takes (appends, replacements, removals).
 fn busy_lake(lake: &str, env: &[(String, String)]) {
     some(lake, env, &["ingest", "queries"]).ok();
     some(lake, env, &["synth", "--scale", "small"]).ok();
@@ -81,6 +81,10 @@ fn busy_lake(lake: &str, env: &[(String, String)]) {
     some(lake, env, &["rerun", "r1", "--endpoint", &healthy.url]).ok();
     let judge = ScriptedEndpoint::start(|_, _| Reply::Text("Accuracy: 4".into()));
     some(lake, env, &["judge", "r1", "--judging", "generous", "--judge-model", "rater", "--judge-endpoint", &judge.url]).ok();
+    // A small simulation: its tables hold the other column types.
+    let sim = some_tests::sim::sim_model();
+    let args = crate::sim::small(&sim.url, "memory", "s1", "7");
+    some(lake, env, &args.iter().map(String::as_str).collect::<Vec<_>>()).ok();
     some(lake, env, &["compact", "r1"]).ok();
     some(lake, env, &["vacuum", "--retain-hours", "1"]).ok();
 }
@@ -90,7 +94,7 @@ fn busy_lake(lake: &str, env: &[(String, String)]) {
 /// matching lake version.
 fn readers_agree(lake: &str, env: &[(String, String)], uri: &str, options: Option<&Value>) {
     let tables = tables_of(lake, env);
-    for expected in ["posts", "users", "queries", "runs", "episodes", "scores"] {
+    for expected in ["posts", "users", "queries", "runs", "episodes", "scores", "sim_steps", "sim_turns", "sim_posts"] {
         assert!(tables.iter().any(|t| t == expected), "{expected} missing from {tables:?}");
     }
     let lines: BTreeMap<String, Vec<(u64, u64)>> = tables.iter().map(|t| (t.clone(), table_versions(lake, env, t))).collect();
