@@ -22,14 +22,18 @@
 #define NONE 0xffffffffu
 #define FULL 0xffffffffu
 
-// dots[b * known + c] = dot(vector start + b, mean c), for b < len (blockIdx.y).
+// dots[b * known + c] = dot(vector start + b, mean c), for b < len
+// (blockIdx.y) and the `known` = *count clusters there are (grid-stride
+// over them): the count is read on the device, so the host enqueues block
+// after block without waiting for one to learn it.
 template <typename E>
-__device__ void cluster_dots(const E* vectors, u32 start, int dim, const float* means, u32 known, float* dots) {
-    const u32 c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= known) return;
+__device__ void cluster_dots(const E* vectors, u32 start, int dim, const float* means, const u32* count, float* dots) {
+    const u32 known = *count;
     const u32 b = blockIdx.y;
     const E* v = vectors + (size_t)(start + b) * dim;
-    dots[(size_t)b * known + c] = dot(v, means + (size_t)c * dim, dim, dim % 8 == 0);
+    for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < known; c += gridDim.x * blockDim.x) {
+        dots[(size_t)b * known + c] = dot(v, means + (size_t)c * dim, dim, dim % 8 == 0);
+    }
 }
 
 // Keeps the better of two (dot, cluster) candidates: the larger dot, NaN
@@ -42,13 +46,15 @@ __device__ __forceinline__ void better(float& d, u32& c, float od, u32 oc) {
 }
 
 // One block of DECIDE_THREADS threads. `count` holds the number of
-// clusters (read at the start, written at the end); `flags` one zeroed
+// clusters (read at the start, written at the end: the clusters that
+// cluster_dots, just before, computed `dots` for); `flags` one zeroed
 // word per cluster slot (left zeroed); `dirty` room for `len` clusters;
 // `ids` receives the 1-based cluster id of each vector.
 template <typename E>
 __device__ void cluster_decide(const E* vectors, u32 start, u32 len, int dim, float theta, float* sums, float* means,
-                               u32* counts, u32* count, const float* dots, u32 known, u32* flags, u32* dirty, u32* ids) {
+                               u32* counts, u32* count, const float* dots, u32* flags, u32* dirty, u32* ids) {
     __shared__ u32 clusters, ndirty, chosen, created;
+    const u32 known = *count;
     __shared__ float warp_d[DECIDE_THREADS / 32];
     __shared__ u32 warp_c[DECIDE_THREADS / 32];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -141,26 +147,26 @@ __device__ void threshold_parent(const E* vectors, u32 n, int dim, float theta, 
     parent[i] = p;
 }
 
-extern "C" __global__ void cluster_dots_f16(const half_bits* vectors, u32 start, int dim, const float* means, u32 known,
-                                            float* dots) {
-    cluster_dots(vectors, start, dim, means, known, dots);
+extern "C" __global__ void cluster_dots_f16(const half_bits* vectors, u32 start, int dim, const float* means,
+                                            const u32* count, float* dots) {
+    cluster_dots(vectors, start, dim, means, count, dots);
 }
 
-extern "C" __global__ void cluster_dots_f32(const float* vectors, u32 start, int dim, const float* means, u32 known,
+extern "C" __global__ void cluster_dots_f32(const float* vectors, u32 start, int dim, const float* means, const u32* count,
                                             float* dots) {
-    cluster_dots(vectors, start, dim, means, known, dots);
+    cluster_dots(vectors, start, dim, means, count, dots);
 }
 
 extern "C" __global__ void __launch_bounds__(DECIDE_THREADS)
 cluster_decide_f16(const half_bits* vectors, u32 start, u32 len, int dim, float theta, float* sums, float* means,
-                   u32* counts, u32* count, const float* dots, u32 known, u32* flags, u32* dirty, u32* ids) {
-    cluster_decide(vectors, start, len, dim, theta, sums, means, counts, count, dots, known, flags, dirty, ids);
+                   u32* counts, u32* count, const float* dots, u32* flags, u32* dirty, u32* ids) {
+    cluster_decide(vectors, start, len, dim, theta, sums, means, counts, count, dots, flags, dirty, ids);
 }
 
 extern "C" __global__ void __launch_bounds__(DECIDE_THREADS)
 cluster_decide_f32(const float* vectors, u32 start, u32 len, int dim, float theta, float* sums, float* means,
-                   u32* counts, u32* count, const float* dots, u32 known, u32* flags, u32* dirty, u32* ids) {
-    cluster_decide(vectors, start, len, dim, theta, sums, means, counts, count, dots, known, flags, dirty, ids);
+                   u32* counts, u32* count, const float* dots, u32* flags, u32* dirty, u32* ids) {
+    cluster_decide(vectors, start, len, dim, theta, sums, means, counts, count, dots, flags, dirty, ids);
 }
 
 extern "C" __global__ void threshold_parent_f16(const half_bits* vectors, u32 n, int dim, float theta, u32* parent) {

@@ -40,26 +40,29 @@ pub(super) fn single_pass(kernels: &CudaKernels, vectors: Matrix<'_>, theta: f32
     let mut ids = stream.alloc_zeros::<u32>(n)?;
     let mut dots = stream.alloc_zeros::<f32>(BLOCK * n)?;
     let f = &kernels.functions;
-    let mut known = 0u32;
+    // The cluster count stays on the device: every block's two launches are
+    // enqueued at once, and the host waits only for the ids at the end.
+    // The dots' grid covers at most `start` clusters (there are no more),
+    // in as many blocks as fill the device, striding over the rest.
+    let fill = 4 * kernels.info.multiprocessors;
     let mut start = 0u32;
     while start < n32 {
         let len = (n32 - start).min(BLOCK as u32);
-        if known > 0 {
+        if start > 0 {
             let mut launch = device.as_ref().launch(stream, &f.cluster_dots_f16, &f.cluster_dots_f32);
-            launch.arg(&start).arg(&dim32).arg(&means).arg(&known).arg(&mut dots);
-            let cfg = LaunchConfig { grid_dim: (known.div_ceil(256), len, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            // SAFETY: matches cluster_dots_* in cluster.cu: `len` vectors from `start`, `known` means of `dim`,
-            // and `dots` holds BLOCK * n >= len * known values.
+            launch.arg(&start).arg(&dim32).arg(&means).arg(&count).arg(&mut dots);
+            let cfg = LaunchConfig { grid_dim: (start.div_ceil(256).min(fill), len, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: matches cluster_dots_* in cluster.cu: `len` vectors from `start`, the `*count <= start`
+            // means of `dim`, and `dots` holds BLOCK * n >= len * count values.
             unsafe { launch.launch(cfg) }?;
         }
         let mut launch = device.as_ref().launch(stream, &f.cluster_decide_f16, &f.cluster_decide_f32);
         launch.arg(&start).arg(&len).arg(&dim32).arg(&theta).arg(&mut sums).arg(&mut means).arg(&mut counts).arg(&mut count);
-        launch.arg(&dots).arg(&known).arg(&mut flags).arg(&mut dirty).arg(&mut ids);
+        launch.arg(&dots).arg(&mut flags).arg(&mut dirty).arg(&mut ids);
         let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (DECIDE_THREADS, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: matches cluster_decide_*: room for n clusters in sums, means, counts and flags, `len <= BLOCK`
         // dirty slots, n ids.
         unsafe { launch.launch(cfg) }?;
-        known = stream.clone_dtoh(&count)?.first().copied().unwrap_or(0);
         start += len;
     }
     Ok(stream.clone_dtoh(&ids)?)

@@ -62,7 +62,18 @@ fn a_broken_kernel_is_a_compile_error_naming_the_module() {
 #[test]
 fn the_kernel_list_is_read_from_the_sources() {
     let topk = kernels_in(MODULE_SOURCES[0].1);
-    assert_eq!(topk, ["inverse_norms_f16", "inverse_norms_f32", "topk_partial_f16", "topk_partial_f32", "topk_merge"]);
+    assert_eq!(
+        topk,
+        [
+            "inverse_norms_f16",
+            "inverse_norms_f32",
+            "topk_partial_f16",
+            "topk_partial_f32",
+            "topk_tiles_f16",
+            "topk_tiles_f32",
+            "topk_merge"
+        ]
+    );
 }
 
 #[test]

@@ -145,6 +145,177 @@ __device__ void topk_partial(const E* corpus, const float* row_inv, u32 rows, in
     }
 }
 
+// topk_tiles_*: the same search for corpora whose rows are 16-byte aligned
+// (dim a multiple of 8), with the corpus read the way the memory system
+// wants it. topk_partial reads one row per thread, so a warp's load touches
+// 32 rows (uncoalesced, stalled on L1TEX), and past 8 queries every group
+// of 8 re-reads the corpus. Here a block takes GROUPS x 8 queries (GROUPS
+// 1, 2 or 4, chosen by the host from the batch) and walks the corpus in
+// tiles of R = THREADS / GROUPS rows; thread t computes row t % R against
+// query group t / R, so one read of a tile serves up to 32 queries. The
+// tile comes into shared memory CHUNK_BYTES of every row at a time, copied
+// by all threads together (consecutive threads take consecutive 16-byte
+// pieces of a row) with cp.async, double-buffered: the next chunk is in
+// flight while the current one is multiplied. Rows are padded by 16 bytes
+// in shared memory, so the 8 threads of a quarter warp reading 8 rows hit
+// 8 different bank groups; the queries' chunk is read as a broadcast. The
+// canonical dot is unchanged (the same groups, in the same order, into the
+// same 8 lanes), so ids and scores are the CPU's bits, as topk_partial's.
+
+#define CHUNK_BYTES 64
+#define MAX_GROUPS 4
+
+__device__ __forceinline__ void copy16_async(void* dst, const void* src) {
+    const u32 to = (u32)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
+}
+
+__device__ __forceinline__ void zero16(void* dst) { *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u); }
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until every committed group of copies but the latest has landed.
+__device__ __forceinline__ void wait_all_but_latest() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+// Starts copying chunk `c` of tile `tile` (rows of E) and of the block's
+// queries into buffer `b`; pieces past the corpus or past the last group
+// are zero.
+template <typename E>
+__device__ __forceinline__ void load_chunk(const E* corpus, u32 rows, int dim, const float* queries, int dim8, u32 q0,
+                                           int nqueries, u32 tile, int R, int c, int ngroups, unsigned char* rowbuf,
+                                           float* qbuf) {
+    constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
+    constexpr int ROW_PIECES = CHUNK_BYTES / 16;
+    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
+    constexpr int QUERY_FLOATS = G_PER_CHUNK * 8;
+    constexpr int QUERY_PIECES = QUERY_FLOATS / 4;
+    for (int i = threadIdx.x; i < R * ROW_PIECES; i += THREADS) {
+        const int r = i / ROW_PIECES, p = i % ROW_PIECES;
+        const u32 row = tile * (u32)R + (u32)r;
+        const int group = c * G_PER_CHUNK + (p * 16) / (8 * (int)sizeof(E));
+        unsigned char* dst = rowbuf + r * ROW_BYTES + p * 16;
+        if (row < rows && group < ngroups) {
+            const unsigned char* src = reinterpret_cast<const unsigned char*>(corpus + (size_t)row * dim);
+            copy16_async(dst, src + c * CHUNK_BYTES + p * 16);
+        } else {
+            zero16(dst);
+        }
+    }
+    for (int i = threadIdx.x; i < nqueries * QUERY_PIECES; i += THREADS) {
+        const int q = i / QUERY_PIECES, p = i % QUERY_PIECES;
+        const int group = c * G_PER_CHUNK + p / 2;
+        float* dst = qbuf + q * QUERY_FLOATS + p * 4;
+        if (group < ngroups) {
+            copy16_async(dst, queries + (size_t)(q0 + q) * dim8 + c * QUERY_FLOATS + p * 4);
+        } else {
+            zero16(dst);
+        }
+    }
+}
+
+// GROUPS: query groups of 8 per block (1, 2 or 4). Shared memory, in order:
+// two row buffers of R rows of CHUNK_BYTES + 16, two query buffers of
+// 8 x groups queries of one chunk, the scores of a tile (8 x groups x R),
+// then the 8 x groups lists of k. Arguments and output as topk_partial.
+template <typename E, int GROUPS>
+__device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
+                           const float* query_inv, u32 nq, u32 k, float* part_score, u32* part_index) {
+    constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
+    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
+    constexpr int QUERY_FLOATS = G_PER_CHUNK * 8;
+    constexpr int R = THREADS / GROUPS;
+    constexpr int nqueries = QUERIES * GROUPS;
+    unsigned char* rowbufs = shared_bytes;
+    float* qbufs = reinterpret_cast<float*>(rowbufs + 2 * R * ROW_BYTES);
+    float* tile_scores = qbufs + 2 * nqueries * QUERY_FLOATS;
+    float* list_s = tile_scores + nqueries * R;
+    u32* list_i = reinterpret_cast<u32*>(list_s + nqueries * k);
+    __shared__ u32 lens[QUERIES * MAX_GROUPS];
+
+    const int dim8 = dim;  // dim is a multiple of 8 here
+    const int ngroups = dim / 8;
+    const int nchunks = (ngroups + G_PER_CHUNK - 1) / G_PER_CHUNK;
+    const u32 q0 = blockIdx.x * (u32)nqueries;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int r = threadIdx.x % R, qg = threadIdx.x / R;
+    if (threadIdx.x < nqueries) lens[threadIdx.x] = 0;
+
+    const u32 tiles = (rows + (u32)R - 1) / (u32)R;
+    const u32 mine = blockIdx.y < tiles ? (tiles - 1 - blockIdx.y) / gridDim.y + 1 : 0;
+    const u32 steps = mine * (u32)nchunks;
+    if (steps > 0) load_chunk(corpus, rows, dim, queries, dim8, q0, nqueries, blockIdx.y, R, 0, ngroups, rowbufs, qbufs);
+    commit_copies();
+
+    float acc[QUERIES][8];
+    for (u32 s = 0; s < steps; s++) {
+        const u32 tile = blockIdx.y + (s / (u32)nchunks) * gridDim.y;
+        const int c = (int)(s % (u32)nchunks);
+        if (s + 1 < steps) {
+            const u32 next = blockIdx.y + ((s + 1) / (u32)nchunks) * gridDim.y;
+            const int b = (int)((s + 1) & 1u);
+            load_chunk(corpus, rows, dim, queries, dim8, q0, nqueries, next, R, (int)((s + 1) % (u32)nchunks), ngroups,
+                       rowbufs + b * R * ROW_BYTES, qbufs + b * nqueries * QUERY_FLOATS);
+        }
+        commit_copies();
+        wait_all_but_latest();
+        __syncthreads();
+
+        if (c == 0) {
+#pragma unroll
+            for (int q = 0; q < QUERIES; q++)
+#pragma unroll
+                for (int l = 0; l < 8; l++) acc[q][l] = 0.0f;
+        }
+        const int b = (int)(s & 1u);
+        const E* row_chunk = reinterpret_cast<const E*>(rowbufs + b * R * ROW_BYTES + r * ROW_BYTES);
+        const float* query_chunk = qbufs + b * nqueries * QUERY_FLOATS + qg * QUERIES * QUERY_FLOATS;
+        const int here = min(G_PER_CHUNK, ngroups - c * G_PER_CHUNK);
+        float x[8], y[8];
+        for (int g = 0; g < here; g++) {
+            load8(row_chunk, g, QUERY_FLOATS, true, x);
+#pragma unroll
+            for (int q = 0; q < QUERIES; q++) {
+                load8(query_chunk + q * QUERY_FLOATS, g, QUERY_FLOATS, true, y);
+                fma8(x, y, acc[q]);
+            }
+        }
+
+        if (c == nchunks - 1) {
+            const u32 row = tile * (u32)R + (u32)r;
+            const float rinv = row < rows ? row_inv[row] : 0.0f;
+#pragma unroll
+            for (int q = 0; q < QUERIES; q++) {
+                const int qi = qg * QUERIES + q;
+                tile_scores[qi * R + r] = __fmul_rn(__fmul_rn(hsum8(acc[q]), query_inv[q0 + qi]), rinv);
+            }
+            __syncthreads();
+            for (int qi = warp; qi < nqueries; qi += THREADS / 32) {
+                if (q0 + qi >= nq) continue;
+                float* ls = list_s + qi * k;
+                u32* li = list_i + qi * k;
+                for (int base = 0; base < R; base += 32) {
+                    const u32 idx = tile * (u32)R + base + lane;
+                    const bool valid = idx < rows;
+                    const float sc = valid ? tile_scores[qi * R + base + lane] : 0.0f;
+                    warp_offer(ls, li, &lens[qi], k, valid, sc, idx, lane);
+                }
+            }
+        }
+        __syncthreads();
+    }
+    __syncthreads();  // a block with no tile still reads the lengths below
+
+    for (int qi = warp; qi < nqueries; qi += THREADS / 32) {
+        if (q0 + qi >= nq) continue;
+        const size_t out = ((size_t)(q0 + qi) * gridDim.y + blockIdx.y) * k;
+        const u32 n = lens[qi];
+        for (u32 j = lane; j < k; j += 32) {
+            part_score[out + j] = j < n ? list_s[qi * k + j] : 0.0f;
+            part_index[out + j] = j < n ? list_i[qi * k + j] : NONE;
+        }
+    }
+}
+
 extern "C" __global__ void inverse_norms_f16(const half_bits* rows, u32 n, int dim, float* out) {
     inverse_norms(rows, n, dim, out);
 }
@@ -163,6 +334,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
 topk_partial_f32(const float* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
                  const float* query_inv, u32 nq, u32 k, float* part_score, u32* part_index) {
     topk_partial(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+topk_tiles_f16(const half_bits* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
+               const float* query_inv, u32 nq, u32 k, int groups, float* part_score, u32* part_index) {
+    switch (groups) {
+    case 1: topk_tiles<half_bits, 1>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    case 2: topk_tiles<half_bits, 2>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    default: topk_tiles<half_bits, 4>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+topk_tiles_f32(const float* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
+               const float* query_inv, u32 nq, u32 k, int groups, float* part_score, u32* part_index) {
+    switch (groups) {
+    case 1: topk_tiles<float, 1>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    case 2: topk_tiles<float, 2>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    default: topk_tiles<float, 4>(corpus, row_inv, rows, dim, queries, query_inv, nq, k, part_score, part_index); break;
+    }
 }
 
 // One warp per query (blockIdx.x): folds the `parts` lists of k slots of

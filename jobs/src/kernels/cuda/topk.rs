@@ -2,6 +2,7 @@
 //! device, queries packed and searched in batches, only the final `k`
 //! hits per query copied back.
 
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg};
 
 use super::{CudaError, CudaKernels};
@@ -11,8 +12,14 @@ use crate::kernels::{Corpus, Hit, Matrix};
 /// memory); larger ones go to the CPU kernels.
 pub const MAX_K: usize = 256;
 
-/// Queries per thread block of `topk_partial` (`QUERIES` in topk.cu).
+/// Queries per group of `topk_partial` and `topk_tiles` (`QUERIES` in topk.cu).
 const QUERIES: usize = 8;
+/// Query groups per block of `topk_tiles` at most (`MAX_GROUPS` in topk.cu).
+const MAX_GROUPS: usize = 4;
+/// Bytes of each row a `topk_tiles` chunk copies (`CHUNK_BYTES` in topk.cu).
+const CHUNK_BYTES: usize = 64;
+/// Dynamic shared memory a kernel may use without asking (48 KiB).
+const DEFAULT_SHARED: usize = 48 * 1024;
 /// Threads per block, one corpus row each (`THREADS` in topk.cu).
 const THREADS: usize = 256;
 /// Queries searched per launch, bounding the partial lists' memory.
@@ -173,7 +180,17 @@ impl CudaKernels {
     ) -> Result<Vec<Vec<Hit>>, CudaError> {
         let (dim, nq) = (corpus.dim, range.len());
         let dim8 = dim.div_ceil(8) * 8;
-        let padded = nq.div_ceil(QUERIES) * QUERIES;
+        // Aligned rows take the tiled kernel, with as many query groups of
+        // 8 per block as the batch fills (each tile read serves them all).
+        let tiled = dim % 8 == 0;
+        let groups = match nq {
+            _ if !tiled => 1,
+            0..=8 => 1,
+            9..=16 => 2,
+            _ => MAX_GROUPS,
+        };
+        let per_block = QUERIES * groups;
+        let padded = nq.div_ceil(per_block) * per_block;
         let mut packed = vec![0.0f32; padded * dim8];
         for (dst, row) in packed.chunks_exact_mut(dim8).zip(range) {
             let dst = &mut dst[..dim];
@@ -187,23 +204,48 @@ impl CudaKernels {
         let query_inv = device_inverse_norms(self, MatrixRef::F32(&packed), padded, dim8)?;
 
         let rows = check_rows(corpus.rows)?;
-        let tiles = corpus.rows.div_ceil(THREADS);
+        let tile_rows = THREADS / groups;
+        let tiles = corpus.rows.div_ceil(tile_rows);
         let parts = tiles.min(2 * self.info.multiprocessors as usize).max(1);
         let mut part_score = stream.alloc_zeros::<f32>(nq * parts * k)?;
         let mut part_index = stream.alloc_zeros::<u32>(nq * parts * k)?;
         let (dim_arg, nq_arg, k_arg, parts_arg) = (dim_arg(dim)?, nq as u32, k as u32, parts as u32);
         let f = &self.functions;
-        let mut launch = corpus.vectors.as_ref().launch(stream, &f.topk_partial_f16, &f.topk_partial_f32);
+        let vectors = corpus.vectors.as_ref();
+        let (mut launch, shared) = if tiled {
+            let element = match vectors {
+                MatrixRef::F16(_) => 2,
+                MatrixRef::F32(_) => 4,
+            };
+            let query_floats = CHUNK_BYTES / element;
+            let shared =
+                2 * tile_rows * (CHUNK_BYTES + 16) + 2 * per_block * query_floats * 4 + per_block * tile_rows * 4 + per_block * k * 8;
+            let function = match vectors {
+                MatrixRef::F16(_) => &f.topk_tiles_f16,
+                MatrixRef::F32(_) => &f.topk_tiles_f32,
+            };
+            if shared > DEFAULT_SHARED {
+                function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+            }
+            (vectors.launch(stream, &f.topk_tiles_f16, &f.topk_tiles_f32), shared)
+        } else {
+            (vectors.launch(stream, &f.topk_partial_f16, &f.topk_partial_f32), QUERIES * k * 8 + QUERIES * THREADS * 4)
+        };
+        let groups_arg = groups as i32;
         launch.arg(&corpus.inv_norms).arg(&rows).arg(&dim_arg).arg(&packed).arg(&query_inv).arg(&nq_arg).arg(&k_arg);
+        if tiled {
+            launch.arg(&groups_arg);
+        }
         launch.arg(&mut part_score).arg(&mut part_index);
         let cfg = LaunchConfig {
-            grid_dim: ((padded / QUERIES) as u32, parts as u32, 1),
+            grid_dim: ((padded / per_block) as u32, parts as u32, 1),
             block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: (QUERIES * k * 8 + QUERIES * THREADS * 4) as u32,
+            shared_mem_bytes: shared as u32,
         };
-        // SAFETY: the arguments match topk_partial_* in topk.cu: the corpus of `rows` x `dim`, `padded` packed
-        // queries of `dim8` with their inverse norms, and `nq * parts * k` output slots; k <= MAX_K keeps the
-        // shared memory under the default 48 KiB.
+        // SAFETY: the arguments match topk_tiles_* (with `groups`) or topk_partial_* in topk.cu: the corpus of
+        // `rows` x `dim`, `padded` packed queries of `dim8` with their inverse norms, and `nq * parts * k` output
+        // slots; the shared memory is what the kernel lays out (above the default 48 KiB only when the function
+        // was allowed it; topk_partial stays under it for k <= MAX_K).
         unsafe { launch.launch(cfg) }?;
 
         let mut out_score = stream.alloc_zeros::<f32>(nq * k)?;
