@@ -225,6 +225,8 @@ impl CudaKernels {
                 MatrixRef::F32(_) => &f.topk_tiles_f32,
             };
             if shared > DEFAULT_SHARED {
+                // A raw driver call: the context must be this thread's (launches bind it themselves).
+                stream.context().bind_to_thread()?;
                 function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
             }
             (vectors.launch(stream, &f.topk_tiles_f16, &f.topk_tiles_f32), shared)
