@@ -25,7 +25,7 @@ ensure_cuda_compilers() {
   CUDA_PY="$venv/bin/python"
   if [ ! -x "$CUDA_PY" ]; then
     say "creating a Python venv in $venv"
-    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+    make_venv "$venv"
   fi
   local site
   site="$("$CUDA_PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

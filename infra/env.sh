@@ -75,6 +75,11 @@ ensure_knowledge() {
   python3 "$SOME_ROOT/infra/gen-knowledge.py" /usr/share/wordnet "$out" >&2
 }
 
+# A Python venv at $1 (Debian's python3-venv installed if venv is missing).
+make_venv() {
+  python3 -m venv "$1" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$1" && python3 -m venv "$1"; }
+}
+
 # Debian's Chromium, the real browser the transcript viewer's test reads
 # its pages in (seconds from Debian's mirror).
 ensure_chromium() {
@@ -89,7 +94,7 @@ ensure_openai_client() {
   export SOME_OPENAI_PYTHON="$venv/bin/python"
   if "$SOME_OPENAI_PYTHON" -c 'import openai' >/dev/null 2>&1; then return 0; fi
   if [ ! -x "$SOME_OPENAI_PYTHON" ]; then
-    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+    make_venv "$venv"
   fi
   say "installing the OpenAI Python client into $venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check openai==3.54.0
@@ -104,7 +109,7 @@ ensure_delta_readers() {
   export SOME_DELTA_PYTHON="$venv/bin/python"
   if "$SOME_DELTA_PYTHON" -c 'import deltalake, polars, pyarrow' >/dev/null 2>&1; then return 0; fi
   if [ ! -x "$SOME_DELTA_PYTHON" ]; then
-    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+    make_venv "$venv"
   fi
   say "installing the Delta readers (deltalake, Polars) into $venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check deltalake==1.6.6 polars==2.1.0 pyarrow==26.0.1
@@ -131,7 +136,7 @@ ensure_numpy() {
   if "$SOME_PYTHON" -c 'import numpy, numba, scipy' >/dev/null 2>&1; then return 0; fi
   if [ ! -x "$SOME_PYTHON" ]; then
     say "creating a Python venv in $venv"
-    python3 -m venv "$venv" 2>/dev/null || { ensure_apt python3-venv && rm -rf "$venv" && python3 -m venv "$venv"; }
+    make_venv "$venv"
   fi
   say "installing numpy, numba and scipy into $venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \

@@ -12,6 +12,15 @@ async fn open(dir: &std::path::Path) -> Lake {
     Lake::open(&LakeLocation::Local(dir.to_path_buf())).await.unwrap()
 }
 
+/// Commits knowledge documents `docs`, one transaction each.
+async fn commit_one_by_one(lake: &Lake, docs: std::ops::Range<i64>) {
+    for i in docs {
+        let mut txn = lake.txn();
+        txn.write_rows(vec![knowledge(i)]).await.unwrap();
+        txn.commit().await.unwrap();
+    }
+}
+
 async fn count(lake: &Lake, table: &str) -> String {
     let batches = lake.sql(&format!("SELECT count(*) AS n FROM {table}")).await.unwrap();
     format_batches(&batches, OutputFormat::Csv).unwrap().trim().trim_start_matches("n\n").to_string()
@@ -148,11 +157,7 @@ async fn writers_with_their_own_handles_lose_no_commit_and_readers_catch_up_thro
 async fn a_compaction_racing_another_fails_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let lake = open(dir.path()).await;
-    for i in 0..3 {
-        let mut txn = lake.txn();
-        txn.write_rows(vec![knowledge(i)]).await.unwrap();
-        txn.commit().await.unwrap();
-    }
+    commit_one_by_one(&lake, 0..3).await;
     let parts: Vec<String> = lake.snapshot().await.unwrap().files_under("knowledge").map(|f| f.path.clone()).collect();
     let mut first = lake.txn();
     first.write_rows((0..3).map(knowledge).collect()).await.unwrap();
@@ -375,11 +380,7 @@ async fn each_commit_is_a_delta_version_of_the_tables_it_touches_and_vacuum_keep
 async fn missing_delta_versions_are_written_again_on_open_and_by_export() {
     let dir = tempfile::tempdir().unwrap();
     let lake = open(dir.path()).await;
-    for i in 0..3 {
-        let mut txn = lake.txn();
-        txn.write_rows(vec![knowledge(i)]).await.unwrap();
-        txn.commit().await.unwrap();
-    }
+    commit_one_by_one(&lake, 0..3).await;
     let versions: Vec<_> = (0..3).map(|v| delta_log(dir.path(), "knowledge", v).unwrap()).collect();
     // As if a process died after lake commits 2 and 3 and before their Delta versions.
     for v in [1, 2] {
