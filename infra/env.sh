@@ -87,32 +87,30 @@ ensure_chromium() {
   export SOME_CHROMIUM=/usr/bin/chromium
 }
 
-# The official OpenAI Python client, in a venv at $SOME_CACHE/openai-venv,
-# for the test that `some llm serve` streams to it. Exports SOME_OPENAI_PYTHON.
+# Pinned PyPI packages in the venv $SOME_CACHE/$1, installed unless
+# `import $2` already works there: ensure_pip VENV "MODULES" PACKAGE==VERSION...
+ensure_pip() {
+  local venv="$SOME_CACHE/$1" modules="$2"
+  shift 2
+  if "$venv/bin/python" -c "import $modules" >/dev/null 2>&1; then return 0; fi
+  [ -x "$venv/bin/python" ] || make_venv "$venv"
+  say "installing $* into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$@"
+}
+
+# The official OpenAI Python client, for the test that `some llm serve`
+# streams to it. Exports SOME_OPENAI_PYTHON.
 ensure_openai_client() {
-  local venv="$SOME_CACHE/openai-venv"
-  export SOME_OPENAI_PYTHON="$venv/bin/python"
-  if "$SOME_OPENAI_PYTHON" -c 'import openai' >/dev/null 2>&1; then return 0; fi
-  if [ ! -x "$SOME_OPENAI_PYTHON" ]; then
-    make_venv "$venv"
-  fi
-  say "installing the OpenAI Python client into $venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check openai==3.54.0
+  export SOME_OPENAI_PYTHON="$SOME_CACHE/openai-venv/bin/python"
+  ensure_pip openai-venv openai openai==3.54.0
 }
 
 # Engines that read the lake's Delta logs and that no one here wrote: the
-# `deltalake` package (delta-rs) and Polars, in a venv at
-# $SOME_CACHE/delta-venv, for the test that they read every table as
-# `some sql` does. Exports SOME_DELTA_PYTHON.
+# `deltalake` package (delta-rs) and Polars, for the test that they read
+# every table as `some sql` does. Exports SOME_DELTA_PYTHON.
 ensure_delta_readers() {
-  local venv="$SOME_CACHE/delta-venv"
-  export SOME_DELTA_PYTHON="$venv/bin/python"
-  if "$SOME_DELTA_PYTHON" -c 'import deltalake, polars, pyarrow' >/dev/null 2>&1; then return 0; fi
-  if [ ! -x "$SOME_DELTA_PYTHON" ]; then
-    make_venv "$venv"
-  fi
-  say "installing the Delta readers (deltalake, Polars) into $venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check deltalake==1.6.6 polars==2.1.0 pyarrow==26.0.1
+  export SOME_DELTA_PYTHON="$SOME_CACHE/delta-venv/bin/python"
+  ensure_pip delta-venv "deltalake, polars, pyarrow" deltalake==1.6.6 polars==2.1.0 pyarrow==26.0.1
 }
 
 # RabbitMQ on 127.0.0.1:5672 (guest/guest).
@@ -126,19 +124,11 @@ ensure_rabbitmq() {
   rabbitmqctl await_startup --timeout 120 >/dev/null
 }
 
-# Python for the kernel benchmark's peers, in a venv at $SOME_CACHE/pyenv:
-# numpy, and numba (with scipy, which numba's `@` calls for BLAS) because
-# the reference clustering jit-compiles its dot product with numba.
-# Exports SOME_PYTHON, which the benchmark reads first.
+# Python for the kernel benchmark's peers: numpy, and numba (with scipy,
+# which numba's `@` calls for BLAS) because the reference clustering
+# jit-compiles its dot product with numba. Exports SOME_PYTHON, which the
+# benchmark reads first.
 ensure_numpy() {
-  local venv="$SOME_CACHE/pyenv"
-  export SOME_PYTHON="$venv/bin/python"
-  if "$SOME_PYTHON" -c 'import numpy, numba, scipy' >/dev/null 2>&1; then return 0; fi
-  if [ ! -x "$SOME_PYTHON" ]; then
-    say "creating a Python venv in $venv"
-    make_venv "$venv"
-  fi
-  say "installing numpy, numba and scipy into $venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    numpy==2.4.6 numba==0.68.1 llvmlite==0.50.0 scipy==1.17.1
+  export SOME_PYTHON="$SOME_CACHE/pyenv/bin/python"
+  ensure_pip pyenv "numpy, numba, scipy" numpy==2.4.6 numba==0.68.1 llvmlite==0.50.0 scipy==1.17.1
 }
