@@ -93,6 +93,12 @@ __device__ __forceinline__ float inverse_norm(float self_dot) {
     return self_dot > 0.0f ? __fdiv_rn(1.0f, __fsqrt_rn(self_dot)) : 0.0f;
 }
 
+// The cosine of a query and a row from their canonical dot and inverse
+// norms: (dot * query_inv) * row_inv, the CPU's order of rounding.
+__device__ __forceinline__ float cosine(float dot, float query_inv, float row_inv) {
+    return __fmul_rn(__fmul_rn(dot, query_inv), row_inv);
+}
+
 // The rank a score is ordered by: NaN ranks as negative infinity.
 __device__ __forceinline__ float rank_of(float score) {
     return score != score ? __int_as_float(0xff800000) : score;

@@ -69,6 +69,23 @@ __device__ void warp_offer(float* ls, u32* li, volatile u32* len, u32 k, bool va
     }
 }
 
+// Writes the block's `nlists` lists, of queries q0 onwards, to the partial
+// output: per query (row-major by query, then block) k (score, index)
+// slots, unused slots with index NONE.
+__device__ void write_lists(const float* list_s, const u32* list_i, const u32* lens, int nlists, u32 q0, u32 nq, u32 k,
+                            float* part_score, u32* part_index) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int qi = warp; qi < nlists; qi += THREADS / 32) {
+        if (q0 + qi >= nq) continue;
+        const size_t out = ((size_t)(q0 + qi) * gridDim.y + blockIdx.y) * k;
+        const u32 n = lens[qi];
+        for (u32 j = lane; j < k; j += 32) {
+            part_score[out + j] = j < n ? list_s[qi * k + j] : 0.0f;
+            part_index[out + j] = j < n ? list_i[qi * k + j] : NONE;
+        }
+    }
+}
+
 // The inverse norm of each of `n` rows.
 template <typename E>
 __device__ void inverse_norms(const E* rows, u32 n, int dim, float* out) {
@@ -79,8 +96,7 @@ __device__ void inverse_norms(const E* rows, u32 n, int dim, float* out) {
 }
 
 // queries: QUERIES * gridDim.x rows of dim8 floats (zero-padded);
-// query_inv: their inverse norms. Output: per query (row-major by query,
-// then block), k (score, index) slots, unused slots with index NONE.
+// query_inv: their inverse norms. Output: see write_lists.
 template <typename E>
 __device__ void topk_partial(const E* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
                              const float* query_inv, u32 nq, u32 k, float* part_score, u32* part_index) {
@@ -119,7 +135,7 @@ __device__ void topk_partial(const E* corpus, const float* row_inv, u32 rows, in
             const float rinv = row_inv[row];
 #pragma unroll
             for (int q = 0; q < QUERIES; q++)
-                tile[q * THREADS + threadIdx.x] = __fmul_rn(__fmul_rn(hsum8(acc[q]), query_inv[q0 + q]), rinv);
+                tile[q * THREADS + threadIdx.x] = cosine(hsum8(acc[q]), query_inv[q0 + q], rinv);
         }
         __syncthreads();
         if (warp < QUERIES && q0 + warp < nq) {
@@ -135,14 +151,7 @@ __device__ void topk_partial(const E* corpus, const float* row_inv, u32 rows, in
         __syncthreads();
     }
 
-    if (warp < QUERIES && q0 + warp < nq) {
-        const size_t out = ((size_t)(q0 + warp) * gridDim.y + blockIdx.y) * k;
-        const u32 n = lens[warp];
-        for (u32 j = lane; j < k; j += 32) {
-            part_score[out + j] = j < n ? list_s[warp * k + j] : 0.0f;
-            part_index[out + j] = j < n ? list_i[warp * k + j] : NONE;
-        }
-    }
+    write_lists(list_s, list_i, lens, QUERIES, q0, nq, k, part_score, part_index);
 }
 
 // topk_tiles_*: the same search for corpora whose rows are 16-byte aligned
@@ -177,6 +186,28 @@ __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_
 // Waits until every committed group of copies but the latest has landed.
 __device__ __forceinline__ void wait_all_but_latest() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
+// Starts copying chunk `c` of rows first .. first + count of `src` (`total`
+// rows of `dim` E) into `buf`, rows CHUNK_BYTES + 16 apart; pieces past the
+// last row or past the last group are zero.
+template <typename E>
+__device__ __forceinline__ void copy_rows_async(const E* src, u32 total, int dim, u32 first, int count, int c, int ngroups,
+                                                unsigned char* buf) {
+    constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
+    constexpr int ROW_PIECES = CHUNK_BYTES / 16;
+    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
+    for (int i = threadIdx.x; i < count * ROW_PIECES; i += THREADS) {
+        const int r = i / ROW_PIECES, p = i % ROW_PIECES;
+        const u32 row = first + (u32)r;
+        const int group = c * G_PER_CHUNK + (p * 16) / (8 * (int)sizeof(E));
+        unsigned char* dst = buf + r * ROW_BYTES + p * 16;
+        if (row < total && group < ngroups) {
+            copy16_async(dst, reinterpret_cast<const unsigned char*>(src + (size_t)row * dim) + c * CHUNK_BYTES + p * 16);
+        } else {
+            zero16(dst);
+        }
+    }
+}
+
 // Starts copying chunk `c` of tile `tile` (rows of E) and of the block's
 // queries into buffer `b`; pieces past the corpus or past the last group
 // are zero.
@@ -185,22 +216,9 @@ __device__ __forceinline__ void load_chunk(const E* corpus, u32 rows, int dim, c
                                            int nqueries, u32 tile, int R, int c, int ngroups, unsigned char* rowbuf,
                                            float* qbuf) {
     constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
-    constexpr int ROW_PIECES = CHUNK_BYTES / 16;
-    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
     constexpr int QUERY_FLOATS = G_PER_CHUNK * 8;
     constexpr int QUERY_PIECES = QUERY_FLOATS / 4;
-    for (int i = threadIdx.x; i < R * ROW_PIECES; i += THREADS) {
-        const int r = i / ROW_PIECES, p = i % ROW_PIECES;
-        const u32 row = tile * (u32)R + (u32)r;
-        const int group = c * G_PER_CHUNK + (p * 16) / (8 * (int)sizeof(E));
-        unsigned char* dst = rowbuf + r * ROW_BYTES + p * 16;
-        if (row < rows && group < ngroups) {
-            const unsigned char* src = reinterpret_cast<const unsigned char*>(corpus + (size_t)row * dim);
-            copy16_async(dst, src + c * CHUNK_BYTES + p * 16);
-        } else {
-            zero16(dst);
-        }
-    }
+    copy_rows_async(corpus, rows, dim, tile * (u32)R, R, c, ngroups, rowbuf);
     for (int i = threadIdx.x; i < nqueries * QUERY_PIECES; i += THREADS) {
         const int q = i / QUERY_PIECES, p = i % QUERY_PIECES;
         const int group = c * G_PER_CHUNK + p / 2;
@@ -286,7 +304,7 @@ __device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int 
 #pragma unroll
             for (int q = 0; q < QUERIES; q++) {
                 const int qi = qg * QUERIES + q;
-                tile_scores[qi * R + r] = __fmul_rn(__fmul_rn(hsum8(acc[q]), query_inv[q0 + qi]), rinv);
+                tile_scores[qi * R + r] = cosine(hsum8(acc[q]), query_inv[q0 + qi], rinv);
             }
             __syncthreads();
             for (int qi = warp; qi < nqueries; qi += THREADS / 32) {
@@ -305,15 +323,7 @@ __device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int 
     }
     __syncthreads();  // a block with no tile still reads the lengths below
 
-    for (int qi = warp; qi < nqueries; qi += THREADS / 32) {
-        if (q0 + qi >= nq) continue;
-        const size_t out = ((size_t)(q0 + qi) * gridDim.y + blockIdx.y) * k;
-        const u32 n = lens[qi];
-        for (u32 j = lane; j < k; j += 32) {
-            part_score[out + j] = j < n ? list_s[qi * k + j] : 0.0f;
-            part_index[out + j] = j < n ? list_i[qi * k + j] : NONE;
-        }
-    }
+    write_lists(list_s, list_i, lens, nqueries, q0, nq, k, part_score, part_index);
 }
 
 extern "C" __global__ void inverse_norms_f16(const half_bits* rows, u32 n, int dim, float* out) {
