@@ -9,12 +9,15 @@
 //! [`CudaKernels::new`] rather than a crash. `infra/cuda-check.sh` compiles
 //! the same files with the same options in CI, where no GPU exists.
 //!
-//! Exactness: every kernel follows the canonical dot product of the CPU
-//! kernels step by step with explicitly rounded operations
-//! (`cuda/canonical.cuh`), so scores and cluster ids are bit-identical to
-//! [`CpuKernels`], not merely close.
+//! Exactness: every score the kernels return or decide by is the canonical
+//! dot product of the CPU kernels, followed step by step with explicitly
+//! rounded operations (`cuda/canonical.cuh`), so scores and cluster ids are
+//! bit-identical to [`CpuKernels`], not merely close. Tensor-core
+//! estimates only choose which pairs to score, within a proven error bound.
 //!
-//! - [`topk`]: corpora resident on the device, batched top-k cosine.
+//! - [`topk`]: corpora resident on the device, batched top-k cosine; large
+//!   batches estimate the dots on the tensor cores and re-score every pair
+//!   the estimate cannot rule out with the canonical dot.
 //! - [`cluster`]: the exact single-pass clustering and the parallel
 //!   threshold-graph variant.
 //!
@@ -104,6 +107,10 @@ pub(crate) struct Functions {
     pub(crate) topk_partial_f32: CudaFunction,
     pub(crate) topk_tiles_f16: CudaFunction,
     pub(crate) topk_tiles_f32: CudaFunction,
+    pub(crate) mma_queries_f16: CudaFunction,
+    pub(crate) mma_queries_f32: CudaFunction,
+    pub(crate) topk_mma_f16: CudaFunction,
+    pub(crate) topk_mma_f32: CudaFunction,
     pub(crate) topk_merge: CudaFunction,
     pub(crate) cluster_dots_f16: CudaFunction,
     pub(crate) cluster_dots_f32: CudaFunction,
@@ -122,6 +129,8 @@ pub struct DeviceInfo {
     /// Peak memory bandwidth from the memory clock and bus width, bytes/s.
     pub peak_bandwidth: f64,
     pub memory_bytes: usize,
+    /// Shared memory one block may ask for, bytes.
+    pub max_shared_per_block: usize,
 }
 
 /// Kernels on one GPU. Cheap to share: all methods take `&self`.
@@ -168,6 +177,7 @@ impl CudaKernels {
             multiprocessors: u32::try_from(attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?).unwrap_or(1).max(1),
             peak_bandwidth: 2.0 * clock_khz * 1000.0 * bus_bits / 8.0,
             memory_bytes: ctx.total_mem()?,
+            max_shared_per_block: usize::try_from(attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?).unwrap_or(0),
         };
         let mut modules = std::collections::HashMap::new();
         for (module, ptx) in compile_ptx(arch)? {
@@ -184,6 +194,10 @@ impl CudaKernels {
             topk_partial_f32: load("topk", "topk_partial_f32")?,
             topk_tiles_f16: load("topk", "topk_tiles_f16")?,
             topk_tiles_f32: load("topk", "topk_tiles_f32")?,
+            mma_queries_f16: load("topk", "mma_queries_f16")?,
+            mma_queries_f32: load("topk", "mma_queries_f32")?,
+            topk_mma_f16: load("topk", "topk_mma_f16")?,
+            topk_mma_f32: load("topk", "topk_mma_f32")?,
             topk_merge: load("topk", "topk_merge")?,
             cluster_dots_f16: load("cluster", "cluster_dots_f16")?,
             cluster_dots_f32: load("cluster", "cluster_dots_f32")?,

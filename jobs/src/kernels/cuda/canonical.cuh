@@ -88,6 +88,24 @@ __device__ float dot(const A* a, const B* b, int dim, bool aligned) {
     return hsum8(acc);
 }
 
+// The same canonical dot computed by the 8 threads of an aligned group of
+// 8 lanes, for re-scoring a few pairs at once without the registers of a
+// whole dot per thread: thread l (lane % 8) runs lane l's chain, and the
+// shuffles sum the lanes in the canonical tree (addition commutes, so each
+// butterfly step gives both partners the same bits: every thread of the
+// group returns the canonical dot).
+template <typename A, typename B>
+__device__ float group_dot(const A* a, const B* b, int dim) {
+    const int lane = threadIdx.x % 32, l = lane % 8;
+    const unsigned group = 0xffu << (lane - l);
+    const int dim8 = (dim + 7) & ~7;
+    float acc = 0.0f;
+    for (int e = l; e < dim8; e += 8) acc = __fmaf_rn(e < dim ? widen(a[e]) : 0.0f, e < dim ? widen(b[e]) : 0.0f, acc);
+    acc = __fadd_rn(acc, __shfl_xor_sync(group, acc, 1));
+    acc = __fadd_rn(acc, __shfl_xor_sync(group, acc, 2));
+    return __fadd_rn(acc, __shfl_xor_sync(group, acc, 4));
+}
+
 // 1 / sqrt(self_dot), 0 for a zero row: the CPU's `inverse_norm`.
 __device__ __forceinline__ float inverse_norm(float self_dot) {
     return self_dot > 0.0f ? __fdiv_rn(1.0f, __fsqrt_rn(self_dot)) : 0.0f;

@@ -71,6 +71,10 @@ fn the_kernel_list_is_read_from_the_sources() {
             "topk_partial_f32",
             "topk_tiles_f16",
             "topk_tiles_f32",
+            "mma_queries_f16",
+            "mma_queries_f32",
+            "topk_mma_f16",
+            "topk_mma_f32",
             "topk_merge"
         ]
     );
@@ -84,6 +88,88 @@ fn without_a_driver_opening_a_gpu_is_an_error_not_a_crash() {
             // SAFETY: only looks the library up.
             let driver = unsafe { cudarc::driver::sys::is_culib_present() };
             assert!(driver || matches!(e, CudaError::NoDriver), "{e}");
+        }
+    }
+}
+
+#[test]
+fn large_aligned_batches_take_the_tensor_cores_where_their_shared_memory_fits() {
+    use super::topk::{MMA_QUERIES, Path};
+    let (a100, small) = (163 * 1024, 99 * 1024);
+    for element in [2, 4] {
+        assert_eq!(Path::choose(MMA_QUERIES, 384, element, 256, a100), Path::TensorCores);
+        assert_eq!(Path::choose(512, 2560, element, 10, a100), Path::TensorCores);
+        assert_eq!(Path::choose(MMA_QUERIES - 1, 384, element, 10, a100), Path::Tiles { groups: 4 });
+        assert_eq!(Path::choose(9, 384, element, 10, a100), Path::Tiles { groups: 2 });
+        assert_eq!(Path::choose(512, 100, element, 10, a100), Path::Rows, "unaligned rows");
+        assert_eq!(Path::choose(512, 1 << 17, element, 10, a100), Path::Tiles { groups: 4 }, "past the derived bound");
+        assert_eq!(Path::choose(512, 384, element, 64, small), Path::TensorCores);
+        assert_eq!(Path::choose(512, 384, element, 256, small), Path::Tiles { groups: 4 }, "64 lists of 256 need more");
+    }
+}
+
+/// `topk_mma`'s estimate of a pair's cosine, from the query, its inverse
+/// norm, the row (widened) and its inverse norm: the inputs rounded as the
+/// kernels round them, the tensor cores' sum modelled as measured (exact
+/// products, each step truncated toward zero), one product a step.
+fn modelled_estimate(query: &[f32], query_inv: f32, row: &[f32], row_inv: f32, tf32: bool) -> f32 {
+    let to_tf32 = |x: f32| f32::from_bits((x.to_bits() + 0x1000) & !0x1fff);
+    let toward_zero = |x: f64| {
+        let nearest = x as f32;
+        if f64::from(nearest).abs() > x.abs() { f32::from_bits(nearest.to_bits() - 1) } else { nearest }
+    };
+    let scale = if tf32 { 1.0 } else { 16384.0 };
+    let mut sum = 0.0f32;
+    for (&q, &c) in query.iter().zip(row) {
+        let q = q * query_inv * scale;
+        let (q, c) = if tf32 { (to_tf32(q), to_tf32(c)) } else { (half::f16::from_f32(q).to_f32(), c) };
+        sum = toward_zero(f64::from(sum) + f64::from(q) * f64::from(c));
+    }
+    sum * (row_inv * (1.0 / scale))
+}
+
+#[test]
+fn the_modelled_tensor_core_estimate_is_within_epsilon_of_the_canonical_cosine() {
+    use rand::{Rng, SeedableRng};
+
+    use super::topk::mma_epsilon;
+
+    let cpu = CpuKernels::default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(29);
+    for dim in [8, 64, 384, 1000, 2560] {
+        // Near-duplicates of a few directions (cosines near 1 and near-ties), rows scaled from tiny to
+        // huge, and one row dominated by a single element.
+        let centres: Vec<f32> = (0..4 * dim).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let mut vector = |scale: f32| -> Vec<f32> {
+            let c = rng.random_range(0..4);
+            (0..dim).map(|j| scale * (centres[c * dim + j] + 0.05 * rng.random_range(-1.0f32..1.0))).collect()
+        };
+        let queries: Vec<f32> = (0..12).flat_map(|i| vector(if i % 3 == 0 { 1e-6 } else { 3.0 })).collect();
+        let mut rows: Vec<f32> = (0..60).flat_map(|_| vector(1.0)).collect();
+        rows[..dim].iter_mut().enumerate().for_each(|(j, x)| *x = if j == 0 { 100.0 } else { 1e-3 });
+        let rows_f16: Vec<half::f16> = rows.iter().map(|&x| half::f16::from_f32(x)).collect();
+        let scaled: Vec<f32> = rows.iter().enumerate().map(|(i, &x)| x * [1e-12, 1.0, 1e12][i / dim % 3]).collect();
+        let query_inv = cpu.corpus(Matrix::F32 { data: &queries, dim }).inv_norms;
+        let widened: Vec<f32> = rows_f16.iter().map(|x| x.to_f32()).collect();
+        for (corpus, values, tf32) in
+            [(Matrix::F16 { data: &rows_f16, dim }, &widened, false), (Matrix::F32 { data: &scaled, dim }, &scaled, true)]
+        {
+            let prepared = cpu.corpus(corpus);
+            let eps = mma_epsilon(dim, tf32);
+            assert!(eps < 1e-2, "dim {dim}: eps {eps}");
+            let hits = cpu.top_k(Matrix::F32 { data: &queries, dim }, &prepared, corpus.rows());
+            let mut worst = 0.0f32;
+            for (q, hits) in hits.iter().enumerate() {
+                for hit in hits {
+                    let r = hit.index as usize;
+                    let row = &values[r * dim..(r + 1) * dim];
+                    let estimate = modelled_estimate(&queries[q * dim..(q + 1) * dim], query_inv[q], row, prepared.inv_norms[r], tf32);
+                    let error = (estimate - hit.score).abs();
+                    assert!(error <= eps, "dim {dim} tf32 {tf32}: query {q} row {r}: |{estimate} - {}| > {eps}", hit.score);
+                    worst = worst.max(error);
+                }
+            }
+            println!("dim {dim} tf32 {tf32}: eps {eps:.3e}, worst modelled error {worst:.3e}");
         }
     }
 }

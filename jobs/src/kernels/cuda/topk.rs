@@ -16,16 +16,152 @@ pub const MAX_K: usize = 256;
 const QUERIES: usize = 8;
 /// Query groups per block of `topk_tiles` at most (`MAX_GROUPS` in topk.cu).
 const MAX_GROUPS: usize = 4;
-/// Bytes of each row a `topk_tiles` chunk copies (`CHUNK_BYTES` in topk.cu).
+/// Bytes of each row a `topk_tiles` or `topk_mma` chunk copies (`CHUNK_BYTES` in topk.cu).
 const CHUNK_BYTES: usize = 64;
 /// Dynamic shared memory a kernel may use without asking (48 KiB).
 const DEFAULT_SHARED: usize = 48 * 1024;
 /// Threads per block, one corpus row each (`THREADS` in topk.cu).
 const THREADS: usize = 256;
+/// Queries per block of `topk_mma` (`MMA_QUERIES` in topk.cu), and the
+/// smallest batch that takes it. Its 64 x 128 tile of tensor-core dots
+/// would run partly empty below; and from 64 queries `topk_tiles`, at 32
+/// queries a block, reads the corpus twice and does 32 CUDA-core FMAs per
+/// element read, well past where it turns compute-bound (batch 10 to 20 in
+/// README's model), which is where the tensor cores' throughput pays for
+/// the re-scoring. Not tuned on a device yet.
+pub(super) const MMA_QUERIES: usize = 64;
+/// Rows per tile of `topk_mma` (`MMA_ROWS` in topk.cu).
+const MMA_ROWS: usize = 128;
+/// Pairs `topk_mma` re-scores per round, a pair and a score each (`QUEUE` in topk.cu).
+const QUEUE: usize = THREADS;
+/// Static shared memory of `topk_mma`, rounded up (ptxas: 528 bytes).
+const MMA_STATIC_SHARED: usize = 1024;
+/// The largest dimension `topk_mma` takes: [`mma_epsilon`] is derived up to it.
+const MAX_MMA_DIM: usize = 1 << 16;
 /// Queries searched per launch, bounding the partial lists' memory.
 const QUERY_CHUNK: usize = 512;
 /// The index of an empty slot (`NONE` in topk.cu).
 const NONE: u32 = u32::MAX;
+
+/// The kernel a chunk of queries is searched with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Path {
+    /// `topk_partial_*`: rows not 16-byte aligned (`dim` not a multiple of 8).
+    Rows,
+    /// `topk_tiles_*` with `groups` query groups of 8 per block.
+    Tiles { groups: usize },
+    /// `topk_mma_*`: tensor-core estimates, canonical re-scoring.
+    TensorCores,
+}
+
+impl Path {
+    /// The path for `nq` queries of `dim` against rows of `element` bytes,
+    /// `k` hits each, on a device whose blocks may use `max_shared` bytes.
+    /// Aligned rows take the tiled kernels, with as many queries per block
+    /// as the batch fills (each read of a tile serves them all).
+    pub(super) fn choose(nq: usize, dim: usize, element: usize, k: usize, max_shared: usize) -> Path {
+        if !dim.is_multiple_of(8) {
+            return Path::Rows;
+        }
+        let tensor_fits = Path::TensorCores.shared(element, k) + MMA_STATIC_SHARED <= max_shared;
+        if nq >= MMA_QUERIES && dim <= MAX_MMA_DIM && tensor_fits {
+            return Path::TensorCores;
+        }
+        Path::Tiles {
+            groups: match nq {
+                0..=8 => 1,
+                9..=16 => 2,
+                _ => MAX_GROUPS,
+            },
+        }
+    }
+
+    fn queries_per_block(self) -> usize {
+        match self {
+            Path::Rows => QUERIES,
+            Path::Tiles { groups } => QUERIES * groups,
+            Path::TensorCores => MMA_QUERIES,
+        }
+    }
+
+    fn tile_rows(self) -> usize {
+        match self {
+            Path::Rows => THREADS,
+            Path::Tiles { groups } => THREADS / groups,
+            Path::TensorCores => MMA_ROWS,
+        }
+    }
+
+    /// The dynamic shared memory the kernel lays out, bytes.
+    fn shared(self, element: usize, k: usize) -> usize {
+        let (queries, rows) = (self.queries_per_block(), self.tile_rows());
+        let lists = queries * k * 8;
+        let row_bytes = CHUNK_BYTES + 16;
+        match self {
+            Path::Rows => lists + queries * rows * 4,
+            Path::Tiles { .. } => 2 * rows * row_bytes + 2 * queries * (CHUNK_BYTES / element) * 4 + queries * rows * 4 + lists,
+            Path::TensorCores => 2 * (rows + queries) * row_bytes + QUEUE * 8 + lists,
+        }
+    }
+}
+
+/// ε, the bound on |estimate − canonical cosine| that `topk_mma_*` uses
+/// (an f32 corpus rounded to tf32 when `tf32_corpus`), for a query and a
+/// row whose inverse norms are in [2^-50, 2^50] (`trusted` in topk.cu;
+/// every other pair is re-scored). The derivation, with u = 2^-24 (f32),
+/// h = 2^-11 (f16 and tf32, rounded to nearest), γ_j = ju / (1 − ju),
+/// m = ⌈d / 8⌉ (the canonical chain) and n the number of products the
+/// tensor cores sum (d rounded up to 32, the last chunk's zeros included):
+///
+/// - Every term below is relative to P = Σ|q_i c_i|·Q·R, where Q and R are
+///   the inverse norms: P ≤ (‖q‖Q)(‖c‖R) by Cauchy–Schwarz, and an inverse
+///   norm is 1 / √ of a canonical self-dot (relative error ≤ γ_{m+3}) with
+///   a rounded root and quotient, so ‖x‖·inv ≤ 1 + γ_{m+5} and
+///   P ≤ P̄ = (1 + γ_{m+5})². So the bound holds whatever the norms.
+/// - Canonical score s = fl(fl(D·Q)·R), D the canonical dot: each product
+///   passes through at most m chained FMAs and 3 additions, so
+///   |D − q·c| ≤ γ_{m+3}·Σ|q_i c_i| and |s − (q·c)QR| ≤ γ_{m+5}·P.
+/// - Estimate a = fl(A·R / σ), σ the query scale (2^14 for f16, exact),
+///   A the tensor cores' sum of q̂_i ĉ_i. q̂_i = round(fl(q_i·Q)·σ): relative
+///   error ≤ h after the product's u, plus 2^-39 absolute (after / σ) for
+///   the elements among f16's subnormals; ĉ_i = c_i (f16) or rounded to
+///   tf32 (relative ≤ h). Products of two 11-bit significands are exact.
+///   The accumulation is not documented; measurements (Fasi, Higham,
+///   Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores",
+///   2021) found exact products, each step's terms aligned to the largest
+///   and truncated, subnormal f16 inputs kept. We allow each step of
+///   j ≥ 1 products (j + 2)·2^-22 times the sum of its terms' magnitudes,
+///   twice the truncation error of an f32 accumulator, so over n products
+///   |A − Σ q̂_i ĉ_i| ≤ α·Σ|q̂_i ĉ_i| with α = 3n·2^-22. With
+///   e = (1 + h)(1 + u)(1 + h_c) − 1 (h_c = h for tf32 rows, else 0):
+///   |a − (q·c)QR| ≤ P·(e + α(1 + e) + u(1 + α)(1 + e)).
+/// - Adding the two: ε = (1 + 2^-20)·P̄·(γ_{m+5} + e + α(1 + e) +
+///   u(1 + α)(1 + e)) + 2^-30·(d + 8), rounded up to f32. The first factor
+///   covers the rounding of this very computation, the last term every
+///   subnormal and underflow effect (2^-39·√d for f16 queries,
+///   (8m + 7)·2^-150·QR for underflow in the canonical dots, with
+///   QR ≤ 2^100; less for tf32).
+///
+/// A pair is left out only if its estimate is below the k-th score minus
+/// ε, so its canonical score is below the k-th.
+///
+/// For d = 384 that is about 7.7e-4 (f16) and 1.3e-3 (f32); nearly all of
+/// it is the rounding of the inputs and the allowance for the sum.
+pub(super) fn mma_epsilon(dim: usize, tf32_corpus: bool) -> f32 {
+    let u = (-24f64).exp2();
+    let h = (-11f64).exp2();
+    let gamma = |j: f64| j * u / (1.0 - j * u);
+    let d = dim as f64;
+    let m = dim.div_ceil(8) as f64;
+    let n = (dim.div_ceil(CHUNK_BYTES / 2) * (CHUNK_BYTES / 2)) as f64;
+    let p = (1.0 + gamma(m + 5.0)).powi(2);
+    let e = (1.0 + h) * (1.0 + u) * (1.0 + if tf32_corpus { h } else { 0.0 }) - 1.0;
+    let alpha = 3.0 * n * (-22f64).exp2();
+    let relative = gamma(m + 5.0) + e + alpha * (1.0 + e) + u * (1.0 + alpha) * (1.0 + e);
+    let eps = (1.0 + (-20f64).exp2()) * p * relative + (-30f64).exp2() * (d + 8.0);
+    let rounded = eps as f32;
+    if f64::from(rounded) < eps { rounded.next_up() } else { rounded }
+}
 
 /// Vectors on the device, in their storage type (f16 as its bits).
 pub(crate) enum DeviceMatrix {
@@ -66,11 +202,24 @@ impl<'a> MatrixRef<'a> {
             MatrixRef::F16(_) => stream.launch_builder(f16),
             MatrixRef::F32(_) => stream.launch_builder(f32),
         };
+        self.push(&mut launch);
+        launch
+    }
+
+    /// Adds this matrix as the launch's next argument.
+    fn push(self, launch: &mut LaunchArgs<'a>) {
         match self {
             MatrixRef::F16(s) => launch.arg(s),
             MatrixRef::F32(s) => launch.arg(s),
         };
-        launch
+    }
+
+    /// Bytes per element.
+    fn element(self) -> usize {
+        match self {
+            MatrixRef::F16(_) => 2,
+            MatrixRef::F32(_) => 4,
+        }
     }
 }
 
@@ -105,11 +254,7 @@ impl DeviceCorpus {
 
     /// Bytes of vectors a search reads per pass over the corpus.
     pub fn vector_bytes(&self) -> usize {
-        let element = match self.vectors {
-            DeviceMatrix::F16(_) => 2,
-            DeviceMatrix::F32(_) => 4,
-        };
-        self.rows * self.dim * element
+        self.rows * self.dim * self.vectors.as_ref().element()
     }
 }
 
@@ -180,16 +325,9 @@ impl CudaKernels {
     ) -> Result<Vec<Vec<Hit>>, CudaError> {
         let (dim, nq) = (corpus.dim, range.len());
         let dim8 = dim.div_ceil(8) * 8;
-        // Aligned rows take the tiled kernel, with as many query groups of
-        // 8 per block as the batch fills (each tile read serves them all).
-        let tiled = dim % 8 == 0;
-        let groups = match nq {
-            _ if !tiled => 1,
-            0..=8 => 1,
-            9..=16 => 2,
-            _ => MAX_GROUPS,
-        };
-        let per_block = QUERIES * groups;
+        let vectors = corpus.vectors.as_ref();
+        let path = Path::choose(nq, dim, vectors.element(), k, self.info.max_shared_per_block);
+        let per_block = path.queries_per_block();
         let padded = nq.div_ceil(per_block) * per_block;
         let mut packed = vec![0.0f32; padded * dim8];
         for (dst, row) in packed.chunks_exact_mut(dim8).zip(range) {
@@ -204,39 +342,47 @@ impl CudaKernels {
         let query_inv = device_inverse_norms(self, MatrixRef::F32(&packed), padded, dim8)?;
 
         let rows = check_rows(corpus.rows)?;
-        let tile_rows = THREADS / groups;
-        let tiles = corpus.rows.div_ceil(tile_rows);
+        let tiles = corpus.rows.div_ceil(path.tile_rows());
         let parts = tiles.min(2 * self.info.multiprocessors as usize).max(1);
         let mut part_score = stream.alloc_zeros::<f32>(nq * parts * k)?;
         let mut part_index = stream.alloc_zeros::<u32>(nq * parts * k)?;
         let (dim_arg, nq_arg, k_arg, parts_arg) = (dim_arg(dim)?, nq as u32, k as u32, parts as u32);
         let f = &self.functions;
-        let vectors = corpus.vectors.as_ref();
-        let (mut launch, shared) = if tiled {
-            let element = match vectors {
-                MatrixRef::F16(_) => 2,
-                MatrixRef::F32(_) => 4,
-            };
-            let query_floats = CHUNK_BYTES / element;
-            let shared =
-                2 * tile_rows * (CHUNK_BYTES + 16) + 2 * per_block * query_floats * 4 + per_block * tile_rows * 4 + per_block * k * 8;
-            let function = match vectors {
-                MatrixRef::F16(_) => &f.topk_tiles_f16,
-                MatrixRef::F32(_) => &f.topk_tiles_f32,
-            };
-            if shared > DEFAULT_SHARED {
-                // A raw driver call: the context must be this thread's (launches bind it themselves).
-                stream.context().bind_to_thread()?;
-                function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
-            }
-            (vectors.launch(stream, &f.topk_tiles_f16, &f.topk_tiles_f32), shared)
-        } else {
-            (vectors.launch(stream, &f.topk_partial_f16, &f.topk_partial_f32), QUERIES * k * 8 + QUERIES * THREADS * 4)
+        let (f16, f32) = match path {
+            Path::Rows => (&f.topk_partial_f16, &f.topk_partial_f32),
+            Path::Tiles { .. } => (&f.topk_tiles_f16, &f.topk_tiles_f32),
+            Path::TensorCores => (&f.topk_mma_f16, &f.topk_mma_f32),
         };
-        let groups_arg = groups as i32;
+        let shared = path.shared(vectors.element(), k);
+        if shared > DEFAULT_SHARED {
+            // A raw driver call: the context must be this thread's (launches bind it themselves).
+            stream.context().bind_to_thread()?;
+            let function = match vectors {
+                MatrixRef::F16(_) => f16,
+                MatrixRef::F32(_) => f32,
+            };
+            function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        }
+        let mma_queries = match path {
+            Path::TensorCores => Some(self.mma_queries(vectors, &packed, &query_inv, padded, dim)?),
+            _ => None,
+        };
+        let groups_arg = match path {
+            Path::Tiles { groups } => groups as i32,
+            _ => 1,
+        };
+        let eps = mma_epsilon(dim, matches!(vectors, MatrixRef::F32(_)));
+        let mut launch = vectors.launch(stream, f16, f32);
         launch.arg(&corpus.inv_norms).arg(&rows).arg(&dim_arg).arg(&packed).arg(&query_inv).arg(&nq_arg).arg(&k_arg);
-        if tiled {
-            launch.arg(&groups_arg);
+        match (path, &mma_queries) {
+            (Path::Tiles { .. }, _) => {
+                launch.arg(&groups_arg);
+            }
+            (Path::TensorCores, Some(rounded)) => {
+                rounded.as_ref().push(&mut launch);
+                launch.arg(&eps);
+            }
+            _ => {}
         }
         launch.arg(&mut part_score).arg(&mut part_index);
         let cfg = LaunchConfig {
@@ -244,10 +390,11 @@ impl CudaKernels {
             block_dim: (THREADS as u32, 1, 1),
             shared_mem_bytes: shared as u32,
         };
-        // SAFETY: the arguments match topk_tiles_* (with `groups`) or topk_partial_* in topk.cu: the corpus of
-        // `rows` x `dim`, `padded` packed queries of `dim8` with their inverse norms, and `nq * parts * k` output
-        // slots; the shared memory is what the kernel lays out (above the default 48 KiB only when the function
-        // was allowed it; topk_partial stays under it for k <= MAX_K).
+        // SAFETY: the arguments match topk_partial_*, topk_tiles_* (with `groups`) or topk_mma_* (with the
+        // rounded queries and eps) in topk.cu: the corpus of `rows` x `dim`, `padded` packed queries of `dim8`
+        // with their inverse norms (and rounded), and `nq * parts * k` output slots; the shared memory is what
+        // the kernel lays out (above the default 48 KiB only when the function was allowed it, and for
+        // topk_mma only when the device has it).
         unsafe { launch.launch(cfg) }?;
 
         let mut out_score = stream.alloc_zeros::<f32>(nq * k)?;
@@ -265,5 +412,36 @@ impl CudaKernels {
             .zip(indices.chunks_exact(k))
             .map(|(s, i)| s.iter().zip(i).take_while(|(_, i)| **i != NONE).map(|(&score, &index)| Hit { index, score }).collect())
             .collect())
+    }
+
+    /// The packed queries as `topk_mma_*` takes them (`mma_queries_*`):
+    /// f16 for an f16 corpus, tf32 (stored as f32) for an f32 one.
+    fn mma_queries(
+        &self,
+        corpus: MatrixRef<'_>,
+        packed: &CudaSlice<f32>,
+        query_inv: &CudaSlice<f32>,
+        n: usize,
+        dim: usize,
+    ) -> Result<DeviceMatrix, CudaError> {
+        let stream = &self.stream;
+        let (n_arg, dim_arg) = (check_rows(n)?, dim_arg(dim)?);
+        let f = &self.functions;
+        let (mut rounded, function) = match corpus {
+            MatrixRef::F16(_) => (DeviceMatrix::F16(stream.alloc_zeros::<u16>(n * dim)?), &f.mma_queries_f16),
+            MatrixRef::F32(_) => (DeviceMatrix::F32(stream.alloc_zeros::<f32>(n * dim)?), &f.mma_queries_f32),
+        };
+        let mut launch = stream.launch_builder(function);
+        launch.arg(packed).arg(query_inv).arg(&n_arg).arg(&dim_arg);
+        match &mut rounded {
+            DeviceMatrix::F16(s) => launch.arg(s),
+            DeviceMatrix::F32(s) => launch.arg(s),
+        };
+        let elements = u32::try_from((n * dim).div_ceil(256)).map_err(|_| CudaError::Input(format!("{n} queries of {dim}: too many")))?;
+        let cfg = LaunchConfig { grid_dim: (elements, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: matches mma_queries_* in topk.cu: `n` packed queries of `dim` (a multiple of 8, so dim8) with
+        // their inverse norms, and `n * dim` outputs of the corpus's type.
+        unsafe { launch.launch(cfg) }?;
+        Ok(rounded)
     }
 }
