@@ -4,7 +4,8 @@
 # spills per kernel; fails on any compiler error.
 #   infra/cuda-check.sh              the kernels the binary embeds
 #   infra/cuda-check.sh DIR          the kernels in DIR (canonical.cuh,
-#                                    nvrtc-options.txt and *.cu files)
+#                                    tensor.cuh, nvrtc-options.txt and
+#                                    *.cu files)
 #   infra/cuda-check.sh --self-test  also shows that a broken kernel fails
 #   infra/cuda-check.sh --rust       also builds some-jobs with `--features
 #                                    cuda` and runs its kernel tests with the

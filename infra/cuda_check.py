@@ -1,10 +1,10 @@
 """Compiles the CUDA kernels without a GPU: NVRTC to PTX, ptxas to SASS.
 
 The sources are the files the binary embeds (jobs/src/kernels/cuda): each
-`*.cu` file is compiled after `canonical.cuh`, with the options listed in
-`nvrtc-options.txt`, as jobs/src/kernels/cuda.rs does at run time. For each
-architecture the PTX is assembled with `ptxas -v`, whose report gives the
-registers, spills and shared memory of every kernel.
+`*.cu` file is compiled after `canonical.cuh` and `tensor.cuh`, with the
+options listed in `nvrtc-options.txt`, as jobs/src/kernels/cuda.rs does at
+run time. For each architecture the PTX is assembled with `ptxas -v`, whose
+report gives the registers, spills and shared memory of every kernel.
 
     python cuda_check.py KERNEL_DIR LIBNVRTC PTXAS OUT_DIR
 
@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 ARCHS = ["sm_80", "sm_90"]
+# What every module starts with, in order (as jobs/src/kernels/cuda.rs compiles them).
+PRELUDE = ["canonical.cuh", "tensor.cuh"]
 
 
 def nvrtc_compile(lib, name, source, options):
@@ -48,7 +50,7 @@ def check(lib, status, name):
 def main():
     kernel_dir, libnvrtc, ptxas, out_dir = map(pathlib.Path, sys.argv[1:5])
     lib = ctypes.CDLL(str(libnvrtc))
-    common = (kernel_dir / "canonical.cuh").read_text()
+    common = "\n".join((kernel_dir / name).read_text() for name in PRELUDE)
     options = (kernel_dir / "nvrtc-options.txt").read_text().split()
     out_dir.mkdir(parents=True, exist_ok=True)
     sources = sorted(kernel_dir.glob("*.cu"))

@@ -26,6 +26,7 @@
 //! (the same answer) and counted in [`CudaKernels::fallbacks`].
 
 mod cluster;
+mod tensor;
 #[cfg(test)]
 mod tests;
 mod topk;
@@ -43,8 +44,12 @@ use super::{Corpus, CpuKernels, Hit, HostCorpus, Kernels, Matrix, ResidentCorpus
 /// The device code every module starts with: the canonical dot product.
 pub const CANONICAL_SOURCE: &str = include_str!("cuda/canonical.cuh");
 
+/// The device code every module has next: the tensor-core tile product
+/// whose estimates choose what the canonical dot scores.
+pub const TENSOR_SOURCE: &str = include_str!("cuda/tensor.cuh");
+
 /// The kernel modules, by name: each is compiled as [`CANONICAL_SOURCE`]
-/// followed by its own source.
+/// and [`TENSOR_SOURCE`] followed by its own source.
 pub const MODULE_SOURCES: [(&str, &str); 2] = [("topk", include_str!("cuda/topk.cu")), ("cluster", include_str!("cuda/cluster.cu"))];
 
 /// NVRTC options, one a line: no contraction or fast math, so that the
@@ -92,7 +97,7 @@ pub fn compile_ptx(arch: &'static str) -> Result<Vec<(&'static str, Ptx)>, CudaE
                 name: Some(format!("{module}.cu")),
                 ..Default::default()
             };
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(format!("{CANONICAL_SOURCE}\n{source}"), options)
+            let ptx = cudarc::nvrtc::compile_ptx_with_opts(format!("{CANONICAL_SOURCE}\n{TENSOR_SOURCE}\n{source}"), options)
                 .map_err(|error| CudaError::Compile { module, arch, error })?;
             Ok((module, ptx))
         })

@@ -27,7 +27,9 @@ use std::sync::Arc;
 pub use choice::{BUILT_WITH_CUDA, KernelChoice, Selected, select_kernels};
 pub use cpu::CpuKernels;
 #[cfg(feature = "cuda")]
-pub use cuda::{ARCHS, CANONICAL_SOURCE, CudaError, CudaKernels, DeviceCorpus, DeviceInfo, MODULE_SOURCES, NVRTC_OPTIONS, compile_ptx};
+pub use cuda::{
+    ARCHS, CANONICAL_SOURCE, CudaError, CudaKernels, DeviceCorpus, DeviceInfo, MODULE_SOURCES, NVRTC_OPTIONS, TENSOR_SOURCE, compile_ptx,
+};
 pub use graph::{labels_from_parents, rand_agreement};
 
 /// Row-major vectors, `len / dim` rows of `dim` values.

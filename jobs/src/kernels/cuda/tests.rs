@@ -108,24 +108,34 @@ fn large_aligned_batches_take_the_tensor_cores_where_their_shared_memory_fits() 
     }
 }
 
+/// A value rounded to tf32 (to nearest, ties away), as `cvt.rna.tf32.f32`.
+fn tf32(x: f32) -> f32 {
+    f32::from_bits((x.to_bits() + 0x1000) & !0x1fff)
+}
+
+/// The tensor cores' sum of the products of two rounded vectors, modelled
+/// as measured (exact products, each step truncated toward zero), one
+/// product a step.
+fn modelled_sum(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).fold(0.0f32, |sum, (&x, &y)| {
+        let exact = f64::from(sum) + f64::from(x) * f64::from(y);
+        let nearest = exact as f32;
+        if f64::from(nearest).abs() > exact.abs() { f32::from_bits(nearest.to_bits() - 1) } else { nearest }
+    })
+}
+
 /// `topk_mma`'s estimate of a pair's cosine, from the query, its inverse
-/// norm, the row (widened) and its inverse norm: the inputs rounded as the
-/// kernels round them, the tensor cores' sum modelled as measured (exact
-/// products, each step truncated toward zero), one product a step.
-fn modelled_estimate(query: &[f32], query_inv: f32, row: &[f32], row_inv: f32, tf32: bool) -> f32 {
-    let to_tf32 = |x: f32| f32::from_bits((x.to_bits() + 0x1000) & !0x1fff);
-    let toward_zero = |x: f64| {
-        let nearest = x as f32;
-        if f64::from(nearest).abs() > x.abs() { f32::from_bits(nearest.to_bits() - 1) } else { nearest }
+/// norm, the row (widened) and its inverse norm, with the inputs rounded as
+/// the kernels round them.
+fn modelled_estimate(query: &[f32], query_inv: f32, row: &[f32], row_inv: f32, tf32_row: bool) -> f32 {
+    let scale = if tf32_row { 1.0 } else { 16384.0 };
+    let scaled = query.iter().map(|&q| q * query_inv * scale);
+    let (query, row): (Vec<f32>, Vec<f32>) = if tf32_row {
+        (scaled.map(tf32).collect(), row.iter().copied().map(tf32).collect())
+    } else {
+        (scaled.map(|q| half::f16::from_f32(q).to_f32()).collect(), row.to_vec())
     };
-    let scale = if tf32 { 1.0 } else { 16384.0 };
-    let mut sum = 0.0f32;
-    for (&q, &c) in query.iter().zip(row) {
-        let q = q * query_inv * scale;
-        let (q, c) = if tf32 { (to_tf32(q), to_tf32(c)) } else { (half::f16::from_f32(q).to_f32(), c) };
-        sum = toward_zero(f64::from(sum) + f64::from(q) * f64::from(c));
-    }
-    sum * (row_inv * (1.0 / scale))
+    modelled_sum(&query, &row) * (row_inv * (1.0 / scale))
 }
 
 #[test]

@@ -22,11 +22,8 @@
 // CPU kernels' order, so the answers are the same.
 
 #define QUERIES 8
-#define THREADS 256
 #define FULL 0xffffffffu
 #define NONE 0xffffffffu
-
-extern __shared__ __align__(16) unsigned char shared_bytes[];
 
 // Offers hit (s, idx) to the sorted list (ls, li) of length *len (at most
 // k), best first. Called by all 32 lanes of a warp with the same hit.
@@ -175,55 +172,7 @@ __device__ void topk_partial(const E* corpus, const float* row_inv, u32 rows, in
 // canonical dot is unchanged (the same groups, in the same order, into the
 // same 8 lanes), so ids and scores are the CPU's bits, as topk_partial's.
 
-#define CHUNK_BYTES 64
 #define MAX_GROUPS 4
-
-__device__ __forceinline__ void copy16_async(void* dst, const void* src) {
-    const u32 to = (u32)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
-}
-
-__device__ __forceinline__ void zero16(void* dst) { *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u); }
-
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-// Waits until every committed group of copies but the latest has landed.
-__device__ __forceinline__ void wait_all_but_latest() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
-// A block's walk over its grid-stride share of `tiles` tiles of the
-// corpus, `nchunks` chunks each: step s is chunk s % nchunks of the
-// block's tile number s / nchunks.
-struct TileWalk {
-    u32 nchunks, steps;
-    __device__ TileWalk(u32 tiles, int chunks) : nchunks((u32)chunks) {
-        const u32 mine = blockIdx.y < tiles ? (tiles - 1 - blockIdx.y) / gridDim.y + 1 : 0;
-        steps = mine * nchunks;
-    }
-    __device__ u32 tile(u32 s) const { return blockIdx.y + (s / nchunks) * gridDim.y; }
-    __device__ int chunk(u32 s) const { return (int)(s % nchunks); }
-};
-
-// Starts copying chunk `c` of rows first .. first + count of `src` (`total`
-// rows of `dim` E) into `buf`, rows CHUNK_BYTES + 16 apart; pieces past the
-// last row or past the last group are zero.
-template <typename E>
-__device__ __forceinline__ void copy_rows_async(const E* src, u32 total, int dim, u32 first, int count, int c, int ngroups,
-                                                unsigned char* buf) {
-    constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
-    constexpr int ROW_PIECES = CHUNK_BYTES / 16;
-    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
-    for (int i = threadIdx.x; i < count * ROW_PIECES; i += THREADS) {
-        const int r = i / ROW_PIECES, p = i % ROW_PIECES;
-        const u32 row = first + (u32)r;
-        const int group = c * G_PER_CHUNK + (p * 16) / (8 * (int)sizeof(E));
-        unsigned char* dst = buf + r * ROW_BYTES + p * 16;
-        if (row < total && group < ngroups) {
-            copy16_async(dst, reinterpret_cast<const unsigned char*>(src + (size_t)row * dim) + c * CHUNK_BYTES + p * 16);
-        } else {
-            zero16(dst);
-        }
-    }
-}
 
 // Starts copying chunk `c` of tile `tile` (rows of E) and of the block's
 // queries into buffer `b`; pieces past the corpus or past the last group
@@ -341,24 +290,12 @@ __device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int 
 }
 
 // topk_mma_*: the same search for large batches (the host sends batches
-// of at least MMA_QUERIES queries of aligned rows here), the dots
+// of at least MMA_COLS queries of aligned rows here), the dots
 // estimated on the tensor cores and recomputed canonically wherever the
 // estimate could change the answer.
 //
-// Layout. A block takes MMA_QUERIES queries (blockIdx.x) and walks its
-// grid-stride share of the corpus in tiles of MMA_ROWS rows. Rows and
-// queries come into shared memory CHUNK_BYTES of each at a time, copied as
-// in topk_tiles (cp.async, double-buffered, rows padded by 16 bytes so
-// that the fragment loads below hit 32 different banks): the corpus in its
-// own type, the queries as mma_queries_* rounded them. Warp w computes
-// rows 32 (w % 4) .. + 32 against queries 32 (w / 4) .. + 32: 2 x 4 tiles
-// of 16 rows x 8 queries (mma m16n8k16 f16, or m16n8k8 tf32), accumulated
-// in f32 registers over the whole dimension. Rows are mma's A (row-major)
-// and queries its B (column-major), so both are read as stored; in 32-bit
-// words both instructions take, per step of 8 words, word t and t + 4 of
-// rows g and g + 8 (A) and of query g (B), where g = lane / 4 and
-// t = lane % 4; a chunk is two steps. Accumulator c of a tile is row
-// g + 8 (c / 2) and query 2t + c % 2.
+// Layout: a block takes MMA_COLS queries (blockIdx.x) as the columns of
+// tile_products (tensor.cuh), the corpus as its rows.
 //
 // Exactness. At the end of a tile each thread holds 32 estimated cosines
 // (4 rows x 8 queries). Query q's list keeps its best k by canonical
@@ -376,8 +313,6 @@ __device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int 
 // When more pairs pass than the queue holds, the rest are checked again,
 // against the raised floors, in another round.
 
-#define MMA_QUERIES 64
-#define MMA_ROWS 128
 #define QUEUE THREADS
 
 // Inverse norms in [2^-50, 2^50] (squared norms in [2^-100, 2^100]): the
@@ -385,47 +320,6 @@ __device__ void topk_tiles(const E* corpus, const float* row_inv, u32 rows, int 
 // rows and queries (inverse norm 0) are outside: all their pairs are
 // re-scored.
 __device__ __forceinline__ bool trusted(float inv) { return inv >= 0x1p-50f && inv <= 0x1p50f; }
-
-// What the tensor cores take for a corpus of E.
-template <typename E>
-struct Tensor;
-
-// f16 rows, two to a word as stored; queries as f16 scaled by 2^14, so
-// that unit queries (elements at most about 1) use f16's range: only
-// elements below 2^-28 fall among its subnormals.
-template <>
-struct Tensor<half_bits> {
-    static constexpr float query_scale = 16384.0f;
-    static __device__ __forceinline__ u32 row_word(u32 w) { return w; }
-    static __device__ __forceinline__ half_bits query(float x) {
-        half_bits h;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-        return h;
-    }
-    static __device__ __forceinline__ void mma(float d[4], const u32 a[4], const u32 b[2]) {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-};
-
-// f32 rows, rounded to tf32 (to nearest) as they are loaded; queries as
-// tf32.
-template <>
-struct Tensor<float> {
-    static constexpr float query_scale = 1.0f;
-    static __device__ __forceinline__ u32 row_word(u32 w) {
-        u32 r;
-        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(w)));
-        return r;
-    }
-    static __device__ __forceinline__ float query(float x) { return __uint_as_float(row_word(__float_as_uint(x))); }
-    static __device__ __forceinline__ void mma(float d[4], const u32 a[4], const u32 b[2]) {
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-};
 
 // The queries as the tensor cores take them: q * query_inv (a unit
 // vector) times the scale, rounded to E's type; zero for an untrusted
@@ -435,17 +329,7 @@ __device__ void mma_queries(const float* queries, const float* query_inv, u32 n,
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)n * dim) return;
     const float inv = query_inv[i / dim];
-    out[i] = Tensor<E>::query(trusted(inv) ? __fmul_rn(__fmul_rn(queries[i], inv), Tensor<E>::query_scale) : 0.0f);
-}
-
-// Accumulator j (0..31) of a thread: tile row mt = j / 16, tile query
-// nt = j / 4 % 4, entry c = j % 4. Its row in the block's tile, and query.
-__device__ __forceinline__ int pair_row(int j, int warp, int lane) {
-    return (warp % 4) * 32 + (j / 16) * 16 + lane / 4 + 8 * (j % 4 / 2);
-}
-
-__device__ __forceinline__ int pair_query(int j, int warp, int lane) {
-    return (warp / 4) * 32 + (j / 4 % 4) * 8 + 2 * (lane % 4) + j % 2;
+    out[i] = Tensor<E>::operand(trusted(inv) ? __fmul_rn(__fmul_rn(queries[i], inv), Tensor<E>::scale) : 0.0f);
 }
 
 // Queues, re-scores and offers every candidate pair of the tile of rows
@@ -466,21 +350,21 @@ __device__ __forceinline__ void offer_candidates(float acc[2][4][4], const E* co
         const u32 row = first + (u32)pair_row(j, warp, lane);
         const float inv = row < rows ? row_inv[row] : 0.0f;
         float& a = acc[j / 16][j / 4 % 4][j % 4];
-        a = trusted(inv) ? __fmul_rn(a, __fmul_rn(inv, 1.0f / Tensor<E>::query_scale)) : __int_as_float(0x7fffffff);
-        if (row >= rows || q0 + pair_query(j, warp, lane) >= nq) done |= 1u << j;
+        a = trusted(inv) ? __fmul_rn(a, __fmul_rn(inv, 1.0f / Tensor<E>::scale)) : __int_as_float(0x7fffffff);
+        if (row >= rows || q0 + pair_col(j, warp, lane) >= nq) done |= 1u << j;
     }
     for (;;) {
         u32 pending = 0;
 #pragma unroll
         for (int j = 0; j < 32; j++) {
-            if (!(done >> j & 1u) && !(acc[j / 16][j / 4 % 4][j % 4] < floors[pair_query(j, warp, lane)]))
+            if (!(done >> j & 1u) && !(acc[j / 16][j / 4 % 4][j % 4] < floors[pair_col(j, warp, lane)]))
                 pending |= 1u << j;
         }
         if (pending) {
             u32 slot = atomicAdd(queued, (u32)__popc(pending));
             for (; pending && slot < QUEUE; pending &= pending - 1, slot++) {
                 const int j = __ffs(pending) - 1;
-                queue[slot] = ((u32)pair_query(j, warp, lane) << 8) | (u32)pair_row(j, warp, lane);
+                queue[slot] = ((u32)pair_col(j, warp, lane) << 8) | (u32)pair_row(j, warp, lane);
                 done |= 1u << j;
             }
         }
@@ -494,7 +378,7 @@ __device__ __forceinline__ void offer_candidates(float acc[2][4][4], const E* co
         }
         __syncthreads();
         if (threadIdx.x == 0) *queued = 0;
-        for (int qi = warp; qi < MMA_QUERIES && here > 0; qi += THREADS / 32) {
+        for (int qi = warp; qi < MMA_COLS && here > 0; qi += THREADS / 32) {
             float* ls = list_s + qi * k;
             u32* li = list_i + qi * k;
             for (u32 base = 0; base < here; base += 32) {
@@ -514,109 +398,38 @@ __device__ __forceinline__ void offer_candidates(float acc[2][4][4], const E* co
     }
 }
 
-// Shared memory, in order: two row buffers of MMA_ROWS rows of
-// CHUNK_BYTES + 16, two query buffers of MMA_QUERIES such rows, the queue
-// (QUEUE pairs, then their scores), then the MMA_QUERIES lists of k.
-// queries: the packed f32 queries (dim floats apart) and query_inv their
-// inverse norms, for the canonical scores; mma_q: the same queries from
-// mma_queries_*. eps: the bound on the estimate's error for this `dim`.
-// Output as topk_partial.
+// Shared memory, in order: tile_products' buffers, the queue (QUEUE
+// pairs, then their scores), then the MMA_COLS lists of k. queries: the
+// packed f32 queries (dim floats apart) and query_inv their inverse norms,
+// for the canonical scores; mma_q: the same queries from mma_queries_*.
+// eps: the bound on the estimate's error for this `dim`. Output as
+// topk_partial.
 template <typename E>
 __device__ void topk_mma(const E* corpus, const float* row_inv, u32 rows, int dim, const float* queries,
                          const float* query_inv, u32 nq, u32 k, const E* mma_q, float eps, float* part_score,
                          u32* part_index) {
-    constexpr int G_PER_CHUNK = CHUNK_BYTES / (8 * (int)sizeof(E));
-    constexpr int ROW_BYTES = CHUNK_BYTES + 16;
-    constexpr int ROW_WORDS = ROW_BYTES / 4;
-    constexpr int STEP_WORDS = 8;
-    unsigned char* rowbufs = shared_bytes;
-    unsigned char* qbufs = rowbufs + 2 * MMA_ROWS * ROW_BYTES;
-    u32* queue = reinterpret_cast<u32*>(qbufs + 2 * MMA_QUERIES * ROW_BYTES);
+    u32* queue = reinterpret_cast<u32*>(shared_bytes + TILE_SHARED);
     float* queue_score = reinterpret_cast<float*>(queue + QUEUE);
     float* list_s = queue_score + QUEUE;
-    u32* list_i = reinterpret_cast<u32*>(list_s + MMA_QUERIES * k);
-    __shared__ u32 lens[MMA_QUERIES];
-    __shared__ float floors[MMA_QUERIES];
+    u32* list_i = reinterpret_cast<u32*>(list_s + MMA_COLS * k);
+    __shared__ u32 lens[MMA_COLS];
+    __shared__ float floors[MMA_COLS];
     __shared__ u32 queued;
 
-    const int ngroups = dim / 8;
-    const int nchunks = (ngroups + G_PER_CHUNK - 1) / G_PER_CHUNK;
-    const u32 q0 = blockIdx.x * (u32)MMA_QUERIES;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int wrow = (warp % 4) * 32, wquery = (warp / 4) * 32;
-    if (threadIdx.x < MMA_QUERIES) {
+    const u32 q0 = blockIdx.x * (u32)MMA_COLS;
+    if (threadIdx.x < MMA_COLS) {
         lens[threadIdx.x] = 0;
         floors[threadIdx.x] = __int_as_float(0xff800000);
     }
     if (threadIdx.x == 0) queued = 0;
 
-    const TileWalk walk((rows + MMA_ROWS - 1) / MMA_ROWS, nchunks);
-    if (walk.steps > 0) {
-        copy_rows_async(corpus, rows, dim, blockIdx.y * MMA_ROWS, MMA_ROWS, 0, ngroups, rowbufs);
-        copy_rows_async(mma_q, nq, dim, q0, MMA_QUERIES, 0, ngroups, qbufs);
-    }
-    commit_copies();
-
-    float acc[2][4][4];
-    for (u32 s = 0; s < walk.steps; s++) {
-        const u32 tile = walk.tile(s);
-        const int c = walk.chunk(s);
-        if (s + 1 < walk.steps) {
-            const int nc = walk.chunk(s + 1), b = (int)((s + 1) & 1u);
-            copy_rows_async(corpus, rows, dim, walk.tile(s + 1) * MMA_ROWS, MMA_ROWS, nc, ngroups,
-                            rowbufs + b * MMA_ROWS * ROW_BYTES);
-            copy_rows_async(mma_q, nq, dim, q0, MMA_QUERIES, nc, ngroups, qbufs + b * MMA_QUERIES * ROW_BYTES);
-        }
-        commit_copies();
-        wait_all_but_latest();
-        __syncthreads();
-
-        if (c == 0) {
-#pragma unroll
-            for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-                for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
-        }
-        const int b = (int)(s & 1u);
-        const u32* row_words = reinterpret_cast<const u32*>(rowbufs + b * MMA_ROWS * ROW_BYTES);
-        const u32* query_words = reinterpret_cast<const u32*>(qbufs + b * MMA_QUERIES * ROW_BYTES);
-#pragma unroll
-        for (int step = 0; step < CHUNK_BYTES / 4 / STEP_WORDS; step++) {
-            const int w = step * STEP_WORDS + t;
-            u32 a[2][4], bq[4][2];
-#pragma unroll
-            for (int mt = 0; mt < 2; mt++) {
-                const u32* top = row_words + (wrow + mt * 16 + g) * ROW_WORDS;
-                const u32* bottom = top + 8 * ROW_WORDS;
-                a[mt][0] = Tensor<E>::row_word(top[w]);
-                a[mt][1] = Tensor<E>::row_word(bottom[w]);
-                a[mt][2] = Tensor<E>::row_word(top[w + 4]);
-                a[mt][3] = Tensor<E>::row_word(bottom[w + 4]);
-            }
-#pragma unroll
-            for (int nt = 0; nt < 4; nt++) {
-                const u32* query = query_words + (wquery + nt * 8 + g) * ROW_WORDS;
-                bq[nt][0] = query[w];
-                bq[nt][1] = query[w + 4];
-            }
-#pragma unroll
-            for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-                for (int nt = 0; nt < 4; nt++) Tensor<E>::mma(acc[mt][nt], a[mt], bq[nt]);
-        }
-
-        if (c == nchunks - 1) {
-            offer_candidates(acc, corpus, row_inv, rows, dim, queries, query_inv, q0, nq, k, eps, tile * MMA_ROWS, queue,
-                             queue_score, list_s, list_i, lens, floors, &queued);
-        }
-        __syncthreads();
-    }
+    tile_products(corpus, rows, dim, mma_q, nq, q0, [&](float acc[2][4][4], u32 first) {
+        offer_candidates(acc, corpus, row_inv, rows, dim, queries, query_inv, q0, nq, k, eps, first, queue, queue_score,
+                         list_s, list_i, lens, floors, &queued);
+    });
     __syncthreads();  // a block with no tile still reads the lengths below
 
-    write_lists(list_s, list_i, lens, MMA_QUERIES, q0, nq, k, part_score, part_index);
+    write_lists(list_s, list_i, lens, MMA_COLS, q0, nq, k, part_score, part_index);
 }
 
 extern "C" __global__ void inverse_norms_f16(const half_bits* rows, u32 n, int dim, float* out) {

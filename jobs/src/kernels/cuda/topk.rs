@@ -5,6 +5,7 @@
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg};
 
+use super::tensor::{self, CHUNK_BYTES, MMA_COLS, MMA_ROWS, THREADS, TILE_SHARED};
 use super::{CudaError, CudaKernels};
 use crate::kernels::{Corpus, Hit, Matrix};
 
@@ -16,22 +17,16 @@ pub const MAX_K: usize = 256;
 const QUERIES: usize = 8;
 /// Query groups per block of `topk_tiles` at most (`MAX_GROUPS` in topk.cu).
 const MAX_GROUPS: usize = 4;
-/// Bytes of each row a `topk_tiles` or `topk_mma` chunk copies (`CHUNK_BYTES` in topk.cu).
-const CHUNK_BYTES: usize = 64;
 /// Dynamic shared memory a kernel may use without asking (48 KiB).
 const DEFAULT_SHARED: usize = 48 * 1024;
-/// Threads per block, one corpus row each (`THREADS` in topk.cu).
-const THREADS: usize = 256;
-/// Queries per block of `topk_mma` (`MMA_QUERIES` in topk.cu), and the
+/// Queries per block of `topk_mma` (the tile product's columns), and the
 /// smallest batch that takes it. Its 64 x 128 tile of tensor-core dots
 /// would run partly empty below; and from 64 queries `topk_tiles`, at 32
 /// queries a block, reads the corpus twice and does 32 CUDA-core FMAs per
 /// element read, well past where it turns compute-bound (batch 10 to 20 in
 /// README's model), which is where the tensor cores' throughput pays for
 /// the re-scoring. Not tuned on a device yet.
-pub(super) const MMA_QUERIES: usize = 64;
-/// Rows per tile of `topk_mma` (`MMA_ROWS` in topk.cu).
-const MMA_ROWS: usize = 128;
+pub(super) const MMA_QUERIES: usize = MMA_COLS;
 /// Pairs `topk_mma` re-scores per round, a pair and a score each (`QUEUE` in topk.cu).
 const QUEUE: usize = THREADS;
 /// Static shared memory of `topk_mma`, rounded up (ptxas: 528 bytes).
@@ -100,7 +95,7 @@ impl Path {
         match self {
             Path::Rows => lists + queries * rows * 4,
             Path::Tiles { .. } => 2 * rows * row_bytes + 2 * queries * (CHUNK_BYTES / element) * 4 + queries * rows * 4 + lists,
-            Path::TensorCores => 2 * (rows + queries) * row_bytes + QUEUE * 8 + lists,
+            Path::TensorCores => TILE_SHARED + QUEUE * 8 + lists,
         }
     }
 }
@@ -148,19 +143,12 @@ impl Path {
 /// For d = 384 that is about 7.7e-4 (f16) and 1.3e-3 (f32); nearly all of
 /// it is the rounding of the inputs and the allowance for the sum.
 pub(super) fn mma_epsilon(dim: usize, tf32_corpus: bool) -> f32 {
-    let u = (-24f64).exp2();
-    let h = (-11f64).exp2();
-    let gamma = |j: f64| j * u / (1.0 - j * u);
-    let d = dim as f64;
     let m = dim.div_ceil(8) as f64;
-    let n = (dim.div_ceil(CHUNK_BYTES / 2) * (CHUNK_BYTES / 2)) as f64;
-    let p = (1.0 + gamma(m + 5.0)).powi(2);
-    let e = (1.0 + h) * (1.0 + u) * (1.0 + if tf32_corpus { h } else { 0.0 }) - 1.0;
-    let alpha = 3.0 * n * (-22f64).exp2();
-    let relative = gamma(m + 5.0) + e + alpha * (1.0 + e) + u * (1.0 + alpha) * (1.0 + e);
-    let eps = (1.0 + (-20f64).exp2()) * p * relative + (-30f64).exp2() * (d + 8.0);
-    let rounded = eps as f32;
-    if f64::from(rounded) < eps { rounded.next_up() } else { rounded }
+    let p = (1.0 + tensor::gamma(m + 5.0)).powi(2);
+    let e = (1.0 + tensor::H) * (1.0 + tensor::U) * (1.0 + if tf32_corpus { tensor::H } else { 0.0 }) - 1.0;
+    let alpha = tensor::accumulation(dim);
+    let relative = tensor::gamma(m + 5.0) + e + alpha * (1.0 + e) + tensor::U * (1.0 + alpha) * (1.0 + e);
+    tensor::round_up((1.0 + (-20f64).exp2()) * p * relative + (-30f64).exp2() * (dim as f64 + 8.0))
 }
 
 /// Vectors on the device, in their storage type (f16 as its bits).
