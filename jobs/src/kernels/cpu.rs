@@ -30,7 +30,7 @@ mod graph;
 mod portable;
 mod select;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_cluster;
 

@@ -18,7 +18,9 @@
 //! - [`topk`]: corpora resident on the device, batched top-k cosine; large
 //!   batches estimate the dots on the tensor cores and re-score every pair
 //!   the estimate cannot rule out with the canonical dot.
-//! - [`cluster`]: the exact single-pass clustering and the parallel
+//! - [`cluster`]: the exact single-pass clustering, whose dots with the
+//!   means are likewise estimated on the tensor cores and computed
+//!   canonically where the estimate cannot decide, and the parallel
 //!   threshold-graph variant.
 //!
 //! The [`Kernels`] methods cannot return errors; if the device fails in one
@@ -119,6 +121,11 @@ pub(crate) struct Functions {
     pub(crate) topk_merge: CudaFunction,
     pub(crate) cluster_dots_f16: CudaFunction,
     pub(crate) cluster_dots_f32: CudaFunction,
+    pub(crate) tf32_vectors_f16: CudaFunction,
+    pub(crate) tf32_vectors_f32: CudaFunction,
+    pub(crate) cluster_estimates_tf32: CudaFunction,
+    pub(crate) cluster_candidates_f16: CudaFunction,
+    pub(crate) cluster_candidates_f32: CudaFunction,
     pub(crate) cluster_decide_f16: CudaFunction,
     pub(crate) cluster_decide_f32: CudaFunction,
     pub(crate) threshold_parent_f16: CudaFunction,
@@ -206,6 +213,11 @@ impl CudaKernels {
             topk_merge: load("topk", "topk_merge")?,
             cluster_dots_f16: load("cluster", "cluster_dots_f16")?,
             cluster_dots_f32: load("cluster", "cluster_dots_f32")?,
+            tf32_vectors_f16: load("cluster", "tf32_vectors_f16")?,
+            tf32_vectors_f32: load("cluster", "tf32_vectors_f32")?,
+            cluster_estimates_tf32: load("cluster", "cluster_estimates_tf32")?,
+            cluster_candidates_f16: load("cluster", "cluster_candidates_f16")?,
+            cluster_candidates_f32: load("cluster", "cluster_candidates_f32")?,
             cluster_decide_f16: load("cluster", "cluster_decide_f16")?,
             cluster_decide_f32: load("cluster", "cluster_decide_f32")?,
             threshold_parent_f16: load("cluster", "threshold_parent_f16")?,

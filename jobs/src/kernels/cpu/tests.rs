@@ -38,7 +38,7 @@ impl Rng {
 
 /// The canonical dot product of `dot.rs`, spelled out: eight FMA lanes,
 /// the last group padded with zeros, then the fixed reduction.
-pub(super) fn reference_dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn reference_dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         lanes[i % 8] = x.mul_add(*y, lanes[i % 8]);

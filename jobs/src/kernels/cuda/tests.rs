@@ -183,3 +183,48 @@ fn the_modelled_tensor_core_estimate_is_within_epsilon_of_the_canonical_cosine()
         }
     }
 }
+
+#[test]
+fn the_modelled_tensor_core_estimate_of_a_dot_with_a_mean_is_within_its_bound() {
+    use rand::{Rng, SeedableRng};
+
+    use super::cluster::cluster_epsilon;
+    use crate::kernels::cpu::tests::reference_dot;
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(30);
+    for dim in [8, 64, 384, 1000, 2560] {
+        let centre: Vec<f32> = (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let mut near = |scale: f32, spread: f32| -> Vec<f32> {
+            centre.iter().map(|&c| scale * (c + spread * rng.random_range(-1.0f32..1.0))).collect()
+        };
+        // Means near the vectors (dots near the largest) and far from them, at norms from 2^-25 to 2^25.
+        let means: Vec<Vec<f32>> = [1e-7, 1.0, 3e6].iter().flat_map(|&s| [near(s, 0.05), near(s, 2.0)]).collect();
+        let vectors: Vec<Vec<f32>> = (0..20).map(|i| near([1e-7, 1.0, 3e6][i % 3], 0.1)).collect();
+        for tf32_vectors in [false, true] {
+            let eps_rel = cluster_epsilon(dim, tf32_vectors);
+            let mut worst = 0.0f64;
+            for vector in &vectors {
+                // f16 vectors are exact in tf32; keep those in f16's range.
+                let vector: Vec<f32> = match tf32_vectors {
+                    true => vector.clone(),
+                    false => vector.iter().map(|&x| half::f16::from_f32(x.clamp(-6e4, 6e4)).to_f32()).collect(),
+                };
+                let rounded: Vec<f32> = vector.iter().copied().map(tf32).collect();
+                for mean in &means {
+                    let estimate = modelled_sum(&rounded, &mean.iter().copied().map(tf32).collect::<Vec<_>>());
+                    let dot = reference_dot(&vector, mean);
+                    let (sv, sm) = (reference_dot(&vector, &vector), reference_dot(mean, mean));
+                    if !(2f32.powi(-60)..=2f32.powi(60)).contains(&sv) || !(2f32.powi(-60)..=2f32.powi(60)).contains(&sm) {
+                        continue;
+                    }
+                    let bound = f64::from(eps_rel) * f64::from(sv).sqrt() * f64::from(sm).sqrt();
+                    let error = (f64::from(estimate) - f64::from(dot)).abs();
+                    assert!(error <= bound, "dim {dim} tf32 {tf32_vectors}: |{estimate} - {dot}| > {bound}");
+                    worst = worst.max(error / bound);
+                }
+            }
+            assert!(eps_rel < 1e-2, "dim {dim}: {eps_rel}");
+            println!("dim {dim} tf32 vectors {tf32_vectors}: eps_rel {eps_rel:.3e}, worst modelled error {worst:.3} of the bound");
+        }
+    }
+}
