@@ -23,11 +23,16 @@ pub(super) fn gamma(j: f64) -> f64 {
     j * U / (1.0 - j * U)
 }
 
-/// α = 3n·2^-22: the allowance for the tensor cores' sum of the products
-/// of `dim` elements (n: `dim` rounded up to 32, the last chunk's zeros
-/// included), relative to the sum of the products' magnitudes.
+/// α = β / (1 − β), β = 3n·2^-22: the allowance for the tensor cores' sum
+/// of the products of `dim` elements (n: `dim` rounded up to 32, the last
+/// chunk's zeros included), relative to S, the sum of the products'
+/// magnitudes. Each step may err by c = (j + 2)·2^-22 ≤ 3j·2^-22 times the
+/// magnitudes of its j products and of the accumulator it adds them to,
+/// and the accumulator is at most S plus the error E so far; so
+/// E ≤ Σ c·(S + E) ≤ β·(S + E), and E ≤ βS / (1 − β).
 pub(super) fn accumulation(dim: usize) -> f64 {
-    3.0 * (dim.div_ceil(32) * 32) as f64 / 4_194_304.0
+    let beta = 3.0 * (dim.div_ceil(32) * 32) as f64 / 4_194_304.0;
+    beta / (1.0 - beta)
 }
 
 /// A bound computed in f64, rounded up to f32.

@@ -108,6 +108,22 @@ fn large_aligned_batches_take_the_tensor_cores_where_their_shared_memory_fits() 
     }
 }
 
+#[test]
+fn the_accumulation_allowance_covers_errors_that_compound() {
+    use super::tensor::accumulation;
+    // The worst case of the model: all of S in the first product, then one product a step, each step erring by
+    // 3·2^-22 times its terms, the accumulator (S plus the error so far) included. The error compounds to
+    // ((1 + c)^n − 1)·S, past the first-order 3n·2^-22·S.
+    for dim in [8usize, 64, 384, 2560, 1 << 16] {
+        let n = dim.div_ceil(32) * 32;
+        let c = 3.0 * 2f64.powi(-22);
+        let compounded = (0..n).fold(0.0f64, |error, _| error + c * (1.0 + error));
+        assert!(compounded > c * n as f64, "dim {dim}: {compounded}");
+        assert!(accumulation(dim) >= compounded, "dim {dim}: {} < {compounded}", accumulation(dim));
+        assert!(accumulation(dim) < 1.03 * compounded, "dim {dim}: not much looser");
+    }
+}
+
 /// A value rounded to tf32 (to nearest, ties away), as `cvt.rna.tf32.f32`.
 fn tf32(x: f32) -> f32 {
     f32::from_bits((x.to_bits() + 0x1000) & !0x1fff)

@@ -126,8 +126,10 @@ impl Path {
 ///   2021) found exact products, each step's terms aligned to the largest
 ///   and truncated, subnormal f16 inputs kept. We allow each step of
 ///   j ≥ 1 products (j + 2)·2^-22 times the sum of its terms' magnitudes,
-///   twice the truncation error of an f32 accumulator, so over n products
-///   |A − Σ q̂_i ĉ_i| ≤ α·Σ|q̂_i ĉ_i| with α = 3n·2^-22. With
+///   twice the truncation error of an f32 accumulator. Its terms are the j
+///   products and the accumulator, itself at most (1 + α)·Σ|q̂_i ĉ_i|, so
+///   over n products |A − Σ q̂_i ĉ_i| ≤ α·Σ|q̂_i ĉ_i| with
+///   α = β / (1 − β), β = 3n·2^-22 ([`tensor::accumulation`]). With
 ///   e = (1 + h)(1 + u)(1 + h_c) − 1 (h_c = h for tf32 rows, else 0):
 ///   |a − (q·c)QR| ≤ P·(e + α(1 + e) + u(1 + α)(1 + e)).
 /// - Adding the two: ε = (1 + 2^-20)·P̄·(γ_{m+5} + e + α(1 + e) +
