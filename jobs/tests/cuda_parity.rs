@@ -94,8 +94,8 @@ mod parity {
                 let prepared = cpu.corpus(corpus);
                 let on_gpu = gpu.corpus(corpus);
                 assert_eq!(
-                    prepared.inv_norms.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                    on_gpu.inv_norms.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    prepared.inv_norms().iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    on_gpu.inv_norms().iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
                     "{label} {rows}x{dim}: inverse norms"
                 );
                 let resident = DeviceCorpus::upload(gpu, &prepared).expect("upload");

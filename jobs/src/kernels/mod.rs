@@ -63,10 +63,26 @@ pub struct Hit {
 
 /// A collection prepared for repeated search: the vectors and the inverse
 /// norm of each row (0 for a zero row, whose similarity is 0).
+///
+/// Only [`Kernels::corpus`] makes one, so the norms are always the
+/// canonical ones of the vectors (bit-identical on every kernel): the
+/// scores depend on them, and the GPU's tensor-core estimates are proven
+/// within their bound only for those.
 #[derive(Debug, Clone)]
 pub struct Corpus<'a> {
-    pub vectors: Matrix<'a>,
-    pub inv_norms: Vec<f32>,
+    vectors: Matrix<'a>,
+    inv_norms: Vec<f32>,
+}
+
+impl<'a> Corpus<'a> {
+    pub fn vectors(&self) -> Matrix<'a> {
+        self.vectors
+    }
+
+    /// Each row's inverse norm.
+    pub fn inv_norms(&self) -> &[f32] {
+        &self.inv_norms
+    }
 }
 
 /// The compute kernels the tools use. Implementations must agree with
