@@ -14,6 +14,8 @@ use crate::kernels::{Matrix, labels_from_parents};
 /// they stand are computed by the whole device at once, then decided one by
 /// one (`BLOCK` dirty clusters at most to recompute per vector).
 const BLOCK: usize = 64;
+// A block's vectors are the columns of one tile product.
+const _: () = assert!(BLOCK <= tensor::MMA_COLS);
 /// Threads of `cluster_decide_*` (`DECIDE_THREADS` in cluster.cu).
 const DECIDE_THREADS: u32 = 256;
 
@@ -82,7 +84,10 @@ pub(super) fn single_pass(kernels: &CudaKernels, vectors: Matrix<'_>, theta: f32
         if start > 0 && estimated {
             let mut launch = device.as_ref().launch(stream, &f.tf32_vectors_f16, &f.tf32_vectors_f32);
             launch.arg(&start).arg(&len).arg(&dim32).arg(&mut columns);
-            let cfg = LaunchConfig { grid_dim: ((len * dim32 as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // One thread per value, counted in usize: `len * dim` passes u32 from dimension 2^26.
+            let blocks = u32::try_from((len as usize * dim).div_ceil(256))
+                .map_err(|_| CudaError::Input(format!("{len} vectors of dimension {dim}: too many values for one launch")))?;
+            let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: matches tf32_vectors_* in cluster.cu: `len` vectors of `dim` from `start`, BLOCK * dim outputs.
             unsafe { launch.launch(cfg) }?;
             let mut launch = stream.launch_builder(&f.cluster_estimates_tf32);
@@ -90,7 +95,7 @@ pub(super) fn single_pass(kernels: &CudaKernels, vectors: Matrix<'_>, theta: f32
             let tiles = start.div_ceil(MMA_ROWS as u32).min(fill);
             let cfg = LaunchConfig { grid_dim: (1, tiles, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: TILE_SHARED as u32 };
             // SAFETY: matches cluster_estimates_tf32: the `*count <= start` means of `dim` (a multiple of 8), `len`
-            // tf32 vectors, `dots` holds BLOCK * n >= len * count values; TILE_SHARED is under the default 48 KiB.
+            // tf32 vectors, `dots` holds BLOCK * n >= len * count values; TILE_SHARED, with no static shared memory (ptxas), is under the default 48 KiB.
             unsafe { launch.launch(cfg) }?;
             let mut launch = device.as_ref().launch(stream, &f.cluster_candidates_f16, &f.cluster_candidates_f32);
             launch.arg(&start).arg(&dim32).arg(&means).arg(&mean_sq).arg(&count).arg(&theta).arg(&eps_rel);
