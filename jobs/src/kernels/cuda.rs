@@ -34,7 +34,7 @@ mod tests;
 mod topk;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
@@ -150,8 +150,12 @@ pub struct CudaKernels {
     stream: Arc<CudaStream>,
     functions: Functions,
     info: DeviceInfo,
+    /// The top-k kernels' dynamic shared memory, allowed once at load.
+    room: topk::Room,
     cpu: CpuKernels,
     fallbacks: AtomicU64,
+    /// [`CudaKernels::limit_blocks`]'s cap, 0 for none.
+    block_cap: AtomicUsize,
 }
 
 impl std::fmt::Debug for CudaKernels {
@@ -223,7 +227,33 @@ impl CudaKernels {
             threshold_parent_f16: load("cluster", "threshold_parent_f16")?,
             threshold_parent_f32: load("cluster", "threshold_parent_f32")?,
         };
-        Ok(CudaKernels { stream: ctx.default_stream(), functions, info, cpu: CpuKernels::default(), fallbacks: AtomicU64::new(0) })
+        let room = topk::Room::opt_in(&functions, info.max_shared_per_block)?;
+        Ok(CudaKernels {
+            stream: ctx.default_stream(),
+            functions,
+            info,
+            room,
+            cpu: CpuKernels::default(),
+            fallbacks: AtomicU64::new(0),
+            block_cap: AtomicUsize::new(0),
+        })
+    }
+
+    /// At most `blocks` blocks (`None`: as many as fill the device) share
+    /// each walk over a corpus, or over the means of the exact clustering,
+    /// so that each block walks many tiles: for tests of what carries from
+    /// one tile to the next, on small inputs. The answers do not change.
+    #[doc(hidden)]
+    pub fn limit_blocks(&self, blocks: Option<usize>) {
+        self.block_cap.store(blocks.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// `fill`, the blocks that fill the device, or fewer if so limited.
+    fn blocks(&self, fill: usize) -> usize {
+        match self.block_cap.load(Ordering::Relaxed) {
+            0 => fill,
+            cap => cap.min(fill),
+        }
     }
 
     pub fn device(&self) -> &DeviceInfo {

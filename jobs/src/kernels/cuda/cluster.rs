@@ -77,7 +77,7 @@ pub(super) fn single_pass(kernels: &CudaKernels, vectors: Matrix<'_>, theta: f32
     // enqueued at once, and the host waits only for the ids at the end.
     // The dots' grid covers at most `start` clusters (there are no more),
     // in as many blocks as fill the device, striding over the rest.
-    let fill = 4 * kernels.info.multiprocessors;
+    let fill = kernels.blocks(4 * kernels.info.multiprocessors as usize) as u32;
     let mut start = 0u32;
     while start < n32 {
         let len = (n32 - start).min(BLOCK as u32);
@@ -95,7 +95,8 @@ pub(super) fn single_pass(kernels: &CudaKernels, vectors: Matrix<'_>, theta: f32
             let tiles = start.div_ceil(MMA_ROWS as u32).min(fill);
             let cfg = LaunchConfig { grid_dim: (1, tiles, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: TILE_SHARED as u32 };
             // SAFETY: matches cluster_estimates_tf32: the `*count <= start` means of `dim` (a multiple of 8), `len`
-            // tf32 vectors, `dots` holds BLOCK * n >= len * count values; TILE_SHARED, with no static shared memory (ptxas), is under the default 48 KiB.
+            // tf32 vectors, `dots` holds BLOCK * n >= len * count values; TILE_SHARED, with no static shared memory
+            // (ptxas), is under the default 48 KiB.
             unsafe { launch.launch(cfg) }?;
             let mut launch = device.as_ref().launch(stream, &f.cluster_candidates_f16, &f.cluster_candidates_f32);
             launch.arg(&start).arg(&dim32).arg(&means).arg(&mean_sq).arg(&count).arg(&theta).arg(&eps_rel);

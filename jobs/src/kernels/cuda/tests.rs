@@ -94,18 +94,55 @@ fn without_a_driver_opening_a_gpu_is_an_error_not_a_crash() {
 
 #[test]
 fn large_aligned_batches_take_the_tensor_cores_where_their_shared_memory_fits() {
-    use super::topk::{MMA_QUERIES, Path};
-    let (a100, small) = (163 * 1024, 99 * 1024);
+    use super::topk::{Limits, MMA_QUERIES, Path};
+    // The opt-in limits of an A100 and of an sm_86 part, less topk_mma's 528 bytes of static shared memory.
+    let (a100, small) = (163 * 1024 - 528, 99 * 1024 - 528);
+    let limits = |mma_shared| Limits { mma_shared, parts: 216 };
+    let rows = 1_000_000;
     for element in [2, 4] {
-        assert_eq!(Path::choose(MMA_QUERIES, 384, element, 256, a100), Path::TensorCores);
-        assert_eq!(Path::choose(512, 2560, element, 10, a100), Path::TensorCores);
-        assert_eq!(Path::choose(MMA_QUERIES - 1, 384, element, 10, a100), Path::Tiles { groups: 4 });
-        assert_eq!(Path::choose(9, 384, element, 10, a100), Path::Tiles { groups: 2 });
-        assert_eq!(Path::choose(512, 100, element, 10, a100), Path::Rows, "unaligned rows");
-        assert_eq!(Path::choose(512, 1 << 17, element, 10, a100), Path::Tiles { groups: 4 }, "past the derived bound");
-        assert_eq!(Path::choose(512, 384, element, 64, small), Path::TensorCores);
-        assert_eq!(Path::choose(512, 384, element, 256, small), Path::Tiles { groups: 4 }, "64 lists of 256 need more");
+        assert_eq!(Path::choose(MMA_QUERIES, 384, element, 256, rows, limits(a100)), Path::TensorCores);
+        assert_eq!(Path::choose(512, 2560, element, 10, rows, limits(a100)), Path::TensorCores);
+        assert_eq!(Path::choose(MMA_QUERIES - 1, 384, element, 10, rows, limits(a100)), Path::Tiles { groups: 4 });
+        assert_eq!(Path::choose(9, 384, element, 10, rows, limits(a100)), Path::Tiles { groups: 2 });
+        assert_eq!(Path::choose(512, 100, element, 10, rows, limits(a100)), Path::Rows, "unaligned rows");
+        assert_eq!(Path::choose(512, 1 << 17, element, 10, rows, limits(a100)), Path::Tiles { groups: 4 }, "past the derived bound");
+        assert_eq!(Path::choose(512, 384, element, 64, rows, limits(small)), Path::TensorCores);
+        assert_eq!(Path::choose(512, 384, element, 256, rows, limits(small)), Path::Tiles { groups: 4 }, "64 lists of 256 need more");
     }
+}
+
+#[test]
+fn the_tensor_cores_need_the_static_shared_memory_counted() {
+    use super::tensor::TILE_SHARED;
+    use super::topk::{Limits, Path};
+    // k = 31 needs 30720 + 256 * 8 + 64 * 31 * 8 = 48640 bytes of dynamic shared memory: under 48 KiB, but not
+    // with the static 528 bytes. The choice takes the room left after the static memory.
+    let dynamic = |k: usize| TILE_SHARED + 256 * 8 + 64 * k * 8;
+    assert_eq!(dynamic(31), 48_640);
+    assert!(dynamic(31) <= 48 * 1024 && dynamic(31) + 528 > 48 * 1024 && dynamic(30) + 528 <= 48 * 1024);
+    let limits = |mma_shared| Limits { mma_shared, parts: 4 };
+    assert_eq!(Path::choose(64, 384, 2, 31, 100_000, limits(dynamic(31))), Path::TensorCores);
+    assert_eq!(Path::choose(64, 384, 2, 31, 100_000, limits(dynamic(31) - 1)), Path::Tiles { groups: 4 });
+}
+
+#[test]
+fn the_tensor_cores_are_left_to_the_tiles_when_a_block_has_few_rows_per_hit() {
+    use super::topk::{Limits, Path};
+    let limits = |parts| Limits { mma_shared: 227 * 1024, parts };
+    // 264 blocks (an H100's 132 multiprocessors, two each): a block's share of 5,003 rows is one tile of 128,
+    // enough for k up to 32 (4 rows per hit) only.
+    assert_eq!(Path::choose(64, 384, 2, 31, 5_003, limits(264)), Path::TensorCores);
+    assert_eq!(Path::choose(64, 384, 2, 32, 5_003, limits(264)), Path::Tiles { groups: 4 }, "125 rows a block for 32 hits");
+    assert_eq!(Path::choose(64, 384, 4, 256, 5_003, limits(264)), Path::Tiles { groups: 4 });
+    // Fewer blocks, each walking many tiles.
+    assert_eq!(Path::choose(64, 384, 4, 256, 5_003, limits(4)), Path::TensorCores, "1,250 rows a block");
+    assert_eq!(Path::choose(64, 384, 4, 256, 5_003, limits(5)), Path::Tiles { groups: 4 }, "1,000 rows a block");
+    // A large corpus shared by many blocks.
+    assert_eq!(Path::choose(130, 64, 2, 189, 200_000, limits(264)), Path::TensorCores, "757 rows a block");
+    assert_eq!(Path::choose(130, 64, 2, 190, 200_000, limits(264)), Path::Tiles { groups: 4 });
+    // A corpus smaller than one tile.
+    assert_eq!(Path::choose(64, 384, 2, 1, 3, limits(264)), Path::Tiles { groups: 4 }, "3 rows for 1 hit");
+    assert_eq!(Path::choose(64, 384, 2, 1, 4, limits(264)), Path::TensorCores);
 }
 
 #[test]

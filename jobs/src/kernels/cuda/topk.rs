@@ -6,7 +6,7 @@ use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg};
 
 use super::tensor::{self, CHUNK_BYTES, MMA_COLS, MMA_ROWS, THREADS, TILE_SHARED};
-use super::{CudaError, CudaKernels};
+use super::{CudaError, CudaKernels, Functions};
 use crate::kernels::{Corpus, Hit, Matrix};
 
 /// The largest `k` the device keeps on chip (8 lists of `k` hits in shared
@@ -17,8 +17,6 @@ pub const MAX_K: usize = 256;
 const QUERIES: usize = 8;
 /// Query groups per block of `topk_tiles` at most (`MAX_GROUPS` in topk.cu).
 const MAX_GROUPS: usize = 4;
-/// Dynamic shared memory a kernel may use without asking (48 KiB).
-const DEFAULT_SHARED: usize = 48 * 1024;
 /// Queries per block of `topk_mma` (the tile product's columns), and the
 /// smallest batch that takes it. Its 64 x 128 tile of tensor-core dots
 /// would run partly empty below; and from 64 queries `topk_tiles`, at 32
@@ -29,8 +27,10 @@ const DEFAULT_SHARED: usize = 48 * 1024;
 pub(super) const MMA_QUERIES: usize = MMA_COLS;
 /// Pairs `topk_mma` re-scores per round, a pair and a score each (`QUEUE` in topk.cu).
 const QUEUE: usize = THREADS;
-/// Static shared memory of `topk_mma`, rounded up (ptxas: 528 bytes).
-const MMA_STATIC_SHARED: usize = 1024;
+/// The tensor-core path wants each block's share of the corpus to be at
+/// least this many times `k` rows: its floors become finite only once a
+/// query's list holds `k` hits, and until then every pair is re-scored.
+const MMA_ROWS_PER_K: usize = 4;
 /// The largest dimension `topk_mma` takes: [`mma_epsilon`] is derived up to it.
 const MAX_MMA_DIM: usize = 1 << 16;
 /// Queries searched per launch, bounding the partial lists' memory.
@@ -49,17 +49,32 @@ pub(super) enum Path {
     TensorCores,
 }
 
+/// What the choice of a path depends on besides the search itself.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// Dynamic shared memory a block of `topk_mma` may use: the device's
+    /// limit less the kernel's static shared memory (see [`Room`]).
+    pub(super) mma_shared: usize,
+    /// Blocks that share the walk over the corpus for a group of queries,
+    /// at most.
+    pub(super) parts: usize,
+}
+
 impl Path {
-    /// The path for `nq` queries of `dim` against rows of `element` bytes,
-    /// `k` hits each, on a device whose blocks may use `max_shared` bytes.
-    /// Aligned rows take the tiled kernels, with as many queries per block
-    /// as the batch fills (each read of a tile serves them all).
-    pub(super) fn choose(nq: usize, dim: usize, element: usize, k: usize, max_shared: usize) -> Path {
+    /// The path for `nq` queries of `dim` against `rows` rows of `element`
+    /// bytes, `k` hits each. Aligned rows take the tiled kernels, with as
+    /// many queries per block as the batch fills (each read of a tile
+    /// serves them all); large batches take the tensor cores where their
+    /// lists fit the device's shared memory and each block's share of the
+    /// corpus is at least [`MMA_ROWS_PER_K`]·`k` rows (below that, most
+    /// pairs would be re-scored).
+    pub(super) fn choose(nq: usize, dim: usize, element: usize, k: usize, rows: usize, limits: Limits) -> Path {
         if !dim.is_multiple_of(8) {
             return Path::Rows;
         }
-        let tensor_fits = Path::TensorCores.shared(element, k) + MMA_STATIC_SHARED <= max_shared;
-        if nq >= MMA_QUERIES && dim <= MAX_MMA_DIM && tensor_fits {
+        let tensor_fits = Path::TensorCores.shared(element, k) <= limits.mma_shared;
+        let share = rows / Path::TensorCores.parts(rows, limits.parts);
+        if nq >= MMA_QUERIES && dim <= MAX_MMA_DIM && tensor_fits && share >= MMA_ROWS_PER_K * k {
             return Path::TensorCores;
         }
         Path::Tiles {
@@ -69,6 +84,12 @@ impl Path {
                 _ => MAX_GROUPS,
             },
         }
+    }
+
+    /// The blocks that share the walk over `rows` rows for a group of
+    /// queries: one per tile, `max` at most.
+    fn parts(self, rows: usize, max: usize) -> usize {
+        rows.div_ceil(self.tile_rows()).min(max).max(1)
     }
 
     fn queries_per_block(self) -> usize {
@@ -96,6 +117,55 @@ impl Path {
             Path::Rows => lists + queries * rows * 4,
             Path::Tiles { .. } => 2 * rows * row_bytes + 2 * queries * (CHUNK_BYTES / element) * 4 + queries * rows * 4 + lists,
             Path::TensorCores => TILE_SHARED + QUEUE * 8 + lists,
+        }
+    }
+}
+
+/// The dynamic shared memory each top-k kernel may use on this device: the
+/// device's limit per block less the kernel's static shared memory (its
+/// `__shared__` arrays, as the driver reports them for the loaded function:
+/// ptxas counted 32 bytes for `topk_partial`, 384 for `topk_tiles` and 528
+/// for `topk_mma` when this was written). Static and dynamic together must
+/// fit the limit, and past the default 48 KiB a launch needs the function's
+/// opt-in, which [`Room::opt_in`] gives once, when the kernels are loaded,
+/// for all of its room: no launch asks for it again, and none can exceed it
+/// unnoticed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Room {
+    rows: usize,
+    tiles: usize,
+    mma: usize,
+}
+
+impl Room {
+    /// Queries each top-k kernel's static shared memory and allows it the
+    /// rest of the device's `max_shared` bytes per block.
+    pub(crate) fn opt_in(f: &Functions, max_shared: usize) -> Result<Room, CudaError> {
+        let room = |instances: [&CudaFunction; 2]| -> Result<usize, CudaError> {
+            let mut least = max_shared;
+            for function in instances {
+                // Binds the context to this thread, as the raw set_attribute below needs.
+                let fixed = usize::try_from(function.shared_size_bytes()?).unwrap_or(max_shared);
+                let dynamic = max_shared.saturating_sub(fixed);
+                let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                function.set_attribute(attribute, i32::try_from(dynamic).unwrap_or(i32::MAX))?;
+                least = least.min(dynamic);
+            }
+            Ok(least)
+        };
+        Ok(Room {
+            rows: room([&f.topk_partial_f16, &f.topk_partial_f32])?,
+            tiles: room([&f.topk_tiles_f16, &f.topk_tiles_f32])?,
+            mma: room([&f.topk_mma_f16, &f.topk_mma_f32])?,
+        })
+    }
+
+    /// The room of the kernel of `path`, bytes.
+    fn of(self, path: Path) -> usize {
+        match path {
+            Path::Rows => self.rows,
+            Path::Tiles { .. } => self.tiles,
+            Path::TensorCores => self.mma,
         }
     }
 }
@@ -316,7 +386,13 @@ impl CudaKernels {
         let (dim, nq) = (corpus.dim, range.len());
         let dim8 = dim.div_ceil(8) * 8;
         let vectors = corpus.vectors.as_ref();
-        let path = Path::choose(nq, dim, vectors.element(), k, self.info.max_shared_per_block);
+        let limits = Limits { mma_shared: self.room.mma, parts: self.blocks(2 * self.info.multiprocessors as usize) };
+        let path = Path::choose(nq, dim, vectors.element(), k, corpus.rows, limits);
+        let shared = path.shared(vectors.element(), k);
+        let room = self.room.of(path);
+        if shared > room {
+            return Err(CudaError::Input(format!("k = {k} needs {shared} bytes of shared memory per block; the kernel has {room}")));
+        }
         let per_block = path.queries_per_block();
         let padded = nq.div_ceil(per_block) * per_block;
         let mut packed = vec![0.0f32; padded * dim8];
@@ -332,8 +408,7 @@ impl CudaKernels {
         let query_inv = device_inverse_norms(self, MatrixRef::F32(&packed), padded, dim8)?;
 
         let rows = check_rows(corpus.rows)?;
-        let tiles = corpus.rows.div_ceil(path.tile_rows());
-        let parts = tiles.min(2 * self.info.multiprocessors as usize).max(1);
+        let parts = path.parts(corpus.rows, limits.parts);
         let mut part_score = stream.alloc_zeros::<f32>(nq * parts * k)?;
         let mut part_index = stream.alloc_zeros::<u32>(nq * parts * k)?;
         let (dim_arg, nq_arg, k_arg, parts_arg) = (dim_arg(dim)?, nq as u32, k as u32, parts as u32);
@@ -343,16 +418,6 @@ impl CudaKernels {
             Path::Tiles { .. } => (&f.topk_tiles_f16, &f.topk_tiles_f32),
             Path::TensorCores => (&f.topk_mma_f16, &f.topk_mma_f32),
         };
-        let shared = path.shared(vectors.element(), k);
-        if shared > DEFAULT_SHARED {
-            // A raw driver call: the context must be this thread's (launches bind it themselves).
-            stream.context().bind_to_thread()?;
-            let function = match vectors {
-                MatrixRef::F16(_) => f16,
-                MatrixRef::F32(_) => f32,
-            };
-            function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
-        }
         let mma_queries = match path {
             Path::TensorCores => Some(self.mma_queries(vectors, &packed, &query_inv, padded, dim)?),
             _ => None,
@@ -383,8 +448,8 @@ impl CudaKernels {
         // SAFETY: the arguments match topk_partial_*, topk_tiles_* (with `groups`) or topk_mma_* (with the
         // rounded queries and eps) in topk.cu: the corpus of `rows` x `dim`, `padded` packed queries of `dim8`
         // with their inverse norms (and rounded), and `nq * parts * k` output slots; the shared memory is what
-        // the kernel lays out (above the default 48 KiB only when the function was allowed it, and for
-        // topk_mma only when the device has it).
+        // the kernel lays out, within the room the function was allowed (Room: its static shared memory
+        // counted).
         unsafe { launch.launch(cfg) }?;
 
         let mut out_score = stream.alloc_zeros::<f32>(nq * k)?;
