@@ -121,10 +121,17 @@ mod parity {
     /// whole number of chunks and one that is not, an unaligned one (which
     /// keeps `topk_partial`), duplicate rows (ties), a zero row, rows whose
     /// norms leave the estimate's trusted range (f32), and a zero query, all
-    /// of whose pairs are re-scored. The CPU answers once with k = 256; the
-    /// best k of that are its answer for any smaller k.
+    /// of whose pairs are re-scored. Batches of 16 and 41 (`topk_tiles`, 2
+    /// and 4 groups) and the `k` around the 48 KiB of shared memory a kernel
+    /// has without opting in, static arrays included: `topk_mma` from
+    /// k = 31, `topk_tiles` from 87 (f16) and 103 (f32) with 4 groups, 126
+    /// and 142 with 2. Each with as many blocks as fill the device (one tile
+    /// each at 5,003 rows) and with 3, each walking 13 or more tiles, whose
+    /// lists fill and whose floors carry from tile to tile. The CPU answers
+    /// once with k = 256; the best k of that are its answer for any smaller k.
     fn tensor_cores(gpu: &CudaKernels, cpu: &CpuKernels) {
         let rows = 5_003;
+        let ks = [1, 10, 30, 31, 32, 86, 87, 88, 100, 102, 103, 104, 125, 126, 128, 141, 142, 144, 256];
         for dim in [384, 392, 100] {
             let mut corpus_f32 = clustered(rows, dim, 50, dim as u64);
             let copy = corpus_f32[3 * dim..4 * dim].to_vec();
@@ -135,20 +142,57 @@ mod parity {
             corpus_f32[17 * dim..18 * dim].iter_mut().for_each(|x| *x *= 1e25);
             let mut queries_f32 = clustered(130, dim, 50, dim as u64 + 1);
             queries_f32[..dim].fill(0.0);
-            let queries_f16 = halves(&queries_f32[..64 * dim]);
+            let queries_f16 = halves(&queries_f32);
             for (label, corpus) in [("f16", Matrix::F16 { data: &corpus_f16, dim }), ("f32", Matrix::F32 { data: &corpus_f32, dim })] {
                 let prepared = cpu.corpus(corpus);
                 let resident = DeviceCorpus::upload(gpu, &prepared).expect("upload");
-                for queries in [Matrix::F32 { data: &queries_f32, dim }, Matrix::F16 { data: &queries_f16, dim }] {
-                    let expected = cpu.top_k(queries, &prepared, 256);
-                    for k in [1, 10, 100, 256] {
-                        let case = format!("{label} corpus {rows}x{dim}, {} queries, k={k}", queries.rows());
-                        let best: Vec<Vec<Hit>> = expected.iter().map(|hits| hits[..k].to_vec()).collect();
-                        same_hits(&case, &best, &gpu.search(queries, &resident, k).expect("search"));
+                for batch in [16, 41, 64, 130] {
+                    let f32_queries = Matrix::F32 { data: &queries_f32[..batch * dim], dim };
+                    let f16_queries = Matrix::F16 { data: &queries_f16[..batch * dim], dim };
+                    for queries in [f32_queries, f16_queries] {
+                        let expected = cpu.top_k(queries, &prepared, 256);
+                        for blocks in [None, Some(3)] {
+                            gpu.limit_blocks(blocks);
+                            for k in ks {
+                                let case = format!("{label} corpus {rows}x{dim}, {batch} queries, k={k}, blocks {blocks:?}");
+                                let best: Vec<Vec<Hit>> = expected.iter().map(|hits| hits[..k].to_vec()).collect();
+                                same_hits(&case, &best, &gpu.search(queries, &resident, k).expect("search"));
+                            }
+                        }
+                        gpu.limit_blocks(None);
                     }
                 }
-                println!("cuda_parity: top-k {label} {rows}x{dim}, batches 64 and 130: same ids and bit-identical scores (k 1-256)");
+                println!(
+                    "cuda_parity: top-k {label} {rows}x{dim}, batches 16-130, all blocks and 3: same ids and bit-identical scores (k 1-256)"
+                );
             }
+        }
+        many_rows(gpu, cpu);
+    }
+
+    /// A corpus of 200,000 rows at dimension 64 with as many blocks as fill
+    /// the device: each walks several tiles, and the tensor cores take the
+    /// `k` for which a block has at least 4 rows a hit (the others go to
+    /// `topk_tiles`).
+    fn many_rows(gpu: &CudaKernels, cpu: &CpuKernels) {
+        let (rows, dim) = (200_000, 64);
+        let corpus_f32 = clustered(rows, dim, 100, 64);
+        let corpus_f16 = halves(&corpus_f32);
+        let queries = clustered(130, dim, 100, 65);
+        for (label, corpus) in [("f16", Matrix::F16 { data: &corpus_f16, dim }), ("f32", Matrix::F32 { data: &corpus_f32, dim })] {
+            let prepared = cpu.corpus(corpus);
+            let resident = DeviceCorpus::upload(gpu, &prepared).expect("upload");
+            let queries = Matrix::F32 { data: &queries, dim };
+            let expected = cpu.top_k(queries, &prepared, 256);
+            for k in [1, 10, 31, 32, 100, 189, 190, 256] {
+                let best: Vec<Vec<Hit>> = expected.iter().map(|hits| hits[..k].to_vec()).collect();
+                same_hits(
+                    &format!("{label} corpus {rows}x{dim}, 130 queries, k={k}"),
+                    &best,
+                    &gpu.search(queries, &resident, k).expect("search"),
+                );
+            }
+            println!("cuda_parity: top-k {label} {rows}x{dim}, 130 queries: same ids and bit-identical scores (k 1-256)");
         }
     }
 
@@ -170,7 +214,7 @@ mod parity {
     fn clustering(gpu: &CudaKernels, cpu: &CpuKernels) {
         // Aligned dimensions estimate the dots with the means on the tensor cores (392: not a whole number of
         // chunks); 100 computes them all canonically. The last case adds zero and tiny vectors, whose norms are
-        // outside the estimates' bound.
+        // outside the estimates' bound. Each runs with as many blocks as fill the device and with 2.
         let cases = [(3_000, 384, 40, 0.5), (1_000, 100, 10, 0.5), (500, 2560, 5, 2.0), (2_000, 384, 200, -1.0), (1_500, 392, 30, 0.0)];
         for (i, (n, dim, centres, theta)) in cases.into_iter().enumerate() {
             let mut values = clustered(n, dim, centres, n as u64 + 1);
@@ -183,6 +227,11 @@ mod parity {
                 let exact = cpu.single_pass_cluster(vectors, theta);
                 let on_gpu = gpu.try_single_pass_cluster(vectors, theta).expect("exact clustering on the device");
                 assert_eq!(exact, on_gpu, "{label} {n}x{dim} theta {theta}: exact cluster ids");
+                // Two blocks walk all the means' tiles, carrying the copies from one tile to the next.
+                gpu.limit_blocks(Some(2));
+                let few_blocks = gpu.try_single_pass_cluster(vectors, theta).expect("exact clustering on the device, 2 blocks");
+                gpu.limit_blocks(None);
+                assert_eq!(exact, few_blocks, "{label} {n}x{dim} theta {theta}: exact cluster ids with 2 blocks");
                 let graph = cpu.threshold_graph_cluster(vectors, theta);
                 let graph_gpu = gpu.threshold_graph_cluster(vectors, theta).expect("threshold graph on the device");
                 assert_eq!(graph, graph_gpu, "{label} {n}x{dim} theta {theta}: threshold-graph ids");
