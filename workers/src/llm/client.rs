@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Place, Role, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
@@ -206,9 +207,9 @@ impl OpenAiClient {
     }
 
     /// Hands a place back with what its attempt found in `latency`.
-    fn release(&self, slot: &Slot, ticket: Ticket<'_>, result: &Result<Value, Failure>, latency: Duration) {
+    fn release<A: Answer>(&self, slot: &Slot, ticket: Ticket<'_>, result: &Result<(A, String), Failure>, latency: Duration) {
         let outcome = match result {
-            Ok(v) => slot.window.judge(latency, v.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0)),
+            Ok((answer, _)) => slot.window.judge(latency, answer.completion_tokens()),
             Err(Failure { status: Some(s), .. }) if *s == 429 || *s >= 500 => Outcome::PushedBack,
             Err(_) => Outcome::Neutral,
         };
@@ -227,8 +228,9 @@ impl OpenAiClient {
     }
 
     /// One POST with the pool, the permit, the timeout and the retries;
-    /// with the place the answering attempt had.
-    async fn post(&self, path: &str, body: &Value) -> Result<(Value, Place), ModelError> {
+    /// the answer read, as the endpoint sent it, and the place the
+    /// answering attempt had.
+    async fn post<A: Answer>(&self, path: &str, body: &Body<'_>) -> Result<(A, String, Place), ModelError> {
         let _permit =
             self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
         let backoff = ExponentialBuilder::default()
@@ -244,7 +246,7 @@ impl OpenAiClient {
             let started = Instant::now();
             let result = self.attempt(slot, path, body).await;
             self.release(slot, ticket, &result, started.elapsed());
-            result.map(|v| (v, Place { endpoint: slot.endpoint.base_url.clone(), window, waited_ms }))
+            result.map(|(answer, text)| (answer, text, Place { endpoint: slot.endpoint.base_url.clone(), window, waited_ms }))
         };
         attempt
             .retry(backoff)
@@ -263,12 +265,14 @@ impl OpenAiClient {
 
     /// One attempt; without the body's `response_format` where the endpoint
     /// refuses it (found out here, on the first refusal).
-    async fn attempt(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
-        let Some(plain) = without_schema(body) else { return self.send(slot, path, body).await };
-        if slot.refuses_schema.load(Ordering::Relaxed) {
-            return self.send(slot, path, &plain).await;
+    async fn attempt<A: Answer>(&self, slot: &Slot, path: &str, body: &Body<'_>) -> Result<(A, String), Failure> {
+        if !body.has_schema() {
+            return self.send(slot, path, body.to_json(true)).await;
         }
-        match self.send(slot, path, body).await {
+        if slot.refuses_schema.load(Ordering::Relaxed) {
+            return self.send(slot, path, body.to_json(false)).await;
+        }
+        match self.send(slot, path, body.to_json(true)).await {
             Err(f) if f.refuses_schema() => {
                 if !slot.refuses_schema.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -277,13 +281,13 @@ impl OpenAiClient {
                         "the endpoint refuses response_format json_schema; asking it without a schema from now on"
                     );
                 }
-                self.send(slot, path, &plain).await
+                self.send(slot, path, body.to_json(false)).await
             }
             other => other,
         }
     }
 
-    async fn send(&self, slot: &Slot, path: &str, body: &Value) -> Result<Value, Failure> {
+    async fn send<A: Answer>(&self, slot: &Slot, path: &str, body: Vec<u8>) -> Result<(A, String), Failure> {
         let url = format!("{}{path}", slot.endpoint.base_url);
         let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure {
             status: None,
@@ -292,7 +296,8 @@ impl OpenAiClient {
             endpoint: slot.endpoint.base_url.clone(),
             message,
         };
-        let mut request = self.http.post(&url).timeout(self.settings.timeout).json(body);
+        let mut request =
+            self.http.post(&url).timeout(self.settings.timeout).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
         if let Some(key) = &slot.endpoint.api_key {
             request = request.bearer_auth(key);
         }
@@ -312,109 +317,250 @@ impl OpenAiClient {
             let detail: String = text.chars().take(300).collect();
             return Err(Failure { status: Some(status.as_u16()), ..fail(transient, wait, format!("HTTP {status}: {detail}")) });
         }
-        serde_json::from_str(&text)
-            .map_err(|e| fail(false, None, format!("the answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>())))
+        match serde_json::from_str(&text) {
+            Ok(answer) => Ok((answer, text)),
+            Err(e) => Err(fail(false, None, format!("the answer does not read ({e}): {}", text.chars().take(200).collect::<String>()))),
+        }
     }
 
-    fn cache_path(&self, body: &Value) -> Option<PathBuf> {
+    fn cache_path(&self, body: &[u8]) -> Option<PathBuf> {
         let dir = self.settings.cache.as_ref()?;
-        let key = hex::encode(Sha256::digest(body.to_string().as_bytes()));
+        let key = hex::encode(Sha256::digest(body));
         Some(dir.join(&key[..2]).join(format!("{key}.json")))
     }
 }
 
-fn message_json(m: &Message) -> Value {
-    let role = match m.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    let mut v = json!({"role": role, "content": m.content});
-    if !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-    }
-    if let Some(id) = &m.tool_call_id {
-        v["tool_call_id"] = json!(id);
-    }
-    v
+/// A request body, serialized for each attempt (the form without the
+/// schema only for endpoints that refuse one).
+enum Body<'a> {
+    Chat(ChatBody<'a>),
+    Embed(EmbedBody<'a>),
 }
 
-/// The body without its `response_format`; `None` if it has none.
-fn without_schema(body: &Value) -> Option<Value> {
-    body.get("response_format")?;
-    let mut plain = body.clone();
-    plain.as_object_mut()?.remove("response_format");
-    Some(plain)
+impl Body<'_> {
+    fn has_schema(&self) -> bool {
+        matches!(self, Body::Chat(ChatBody { response_format: Some(_), .. }))
+    }
+
+    fn to_json(&self, schema: bool) -> Vec<u8> {
+        let json = match self {
+            Body::Chat(chat) if !schema => serde_json::to_vec(&ChatBody { response_format: None, ..chat.clone() }),
+            Body::Chat(chat) => serde_json::to_vec(chat),
+            Body::Embed(embed) => serde_json::to_vec(embed),
+        };
+        json.expect("request bodies are plain data")
+    }
+}
+
+/// What an endpoint answers, read straight into its fields.
+trait Answer: serde::de::DeserializeOwned {
+    /// For the endpoint's window: tokens generated.
+    fn completion_tokens(&self) -> u64 {
+        0
+    }
+}
+
+/// A chat completion's request as it goes out, borrowed from a [`ChatRequest`].
+#[derive(Clone, Serialize)]
+pub struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    tools: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+#[derive(Clone, Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Clone, Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Clone, Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// OpenAI's strict `json_schema` response format.
+#[derive(Clone, Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: WireSchema<'a>,
+}
+
+#[derive(Clone, Serialize)]
+struct WireSchema<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct EmbedBody<'a> {
+    model: &'a str,
+    input: Vec<String>,
 }
 
 /// The request body of a chat completion.
-pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
-    let mut body = json!({"model": model, "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(), "stream": false});
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.clone());
+pub fn chat_body<'a>(model: &'a str, request: &'a ChatRequest) -> ChatBody<'a> {
+    let message = |m: &'a Message| WireMessage {
+        role: match m.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        },
+        content: &m.content,
+        tool_calls: m
+            .tool_calls
+            .iter()
+            .map(|c| WireCall { id: &c.id, kind: "function", function: WireFunction { name: &c.name, arguments: &c.arguments } })
+            .collect(),
+        tool_call_id: m.tool_call_id.as_deref(),
+    };
+    ChatBody {
+        model,
+        messages: request.messages.iter().map(message).collect(),
+        stream: false,
+        tools: &request.tools,
+        temperature: request.temperature,
+        seed: request.seed,
+        max_tokens: request.max_tokens,
+        response_format: request
+            .response_format
+            .as_ref()
+            .map(|f| ResponseFormat { kind: "json_schema", json_schema: WireSchema { name: &f.name, schema: &f.schema, strict: true } }),
     }
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
+}
+
+/// A chat completion as endpoints answer it: every field optional, as
+/// vLLM, llama.cpp's server and hosted APIs each leave some out; fields
+/// not named here are skipped unread.
+#[derive(Debug, Default, Deserialize)]
+pub struct ChatAnswer {
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    usage: Option<WireUsage>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireChoice {
+    message: Option<WireReply>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireReply {
+    content: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    id: Option<String>,
+    function: Option<WireCalled>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireCalled {
+    name: Option<String>,
+    /// A JSON text as OpenAI sends it; some servers send the object itself.
+    arguments: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<WireCached>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireCached {
+    cached_tokens: Option<u64>,
+}
+
+impl Answer for ChatAnswer {
+    fn completion_tokens(&self) -> u64 {
+        self.usage.as_ref().and_then(|u| u.completion_tokens).unwrap_or(0)
     }
-    if let Some(s) = request.seed {
-        body["seed"] = json!(s);
-    }
-    if let Some(m) = request.max_tokens {
-        body["max_tokens"] = json!(m);
-    }
-    if let Some(f) = &request.response_format {
-        body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": f.name, "schema": f.schema, "strict": true}});
-    }
-    body
 }
 
 /// Reads a chat completion; a reply with no choice is an error.
-pub fn read_chat(value: &Value) -> Result<ChatResponse, String> {
-    let choice = value.get("choices").and_then(|c| c.get(0)).ok_or("the answer has no choices")?;
-    let message = choice.get("message").ok_or("the choice has no message")?;
+pub fn read_chat(answer: ChatAnswer) -> Result<ChatResponse, String> {
+    let choice = answer.choices.into_iter().next().ok_or("the answer has no choices")?;
+    let message = choice.message.ok_or("the choice has no message")?;
     let tool_calls = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let f = c.get("function").unwrap_or(&Value::Null);
-                    let arguments = match f.get("arguments") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_string(),
-                        None => String::new(),
-                    };
-                    NativeToolCall {
-                        id: c.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_string),
-                        name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        arguments,
-                    }
-                })
-                .collect()
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (name, arguments) = c.function.map_or((None, None), |f| (f.name, f.arguments));
+            NativeToolCall {
+                id: c.id.unwrap_or_else(|| format!("call_{i}")),
+                name: name.unwrap_or_default(),
+                arguments: match arguments {
+                    Some(Value::String(s)) => s,
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                },
+            }
         })
-        .unwrap_or_default();
-    let usage = value.get("usage").map_or(Usage::default(), |u| Usage {
-        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-        cached_tokens: u.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0),
+        .collect();
+    let usage = answer.usage.map_or(Usage::default(), |u| Usage {
+        prompt_tokens: u.prompt_tokens.unwrap_or(0),
+        completion_tokens: u.completion_tokens.unwrap_or(0),
+        cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
     });
     Ok(ChatResponse {
-        content: message.get("content").and_then(Value::as_str).unwrap_or_default().to_string(),
+        content: message.content.unwrap_or_default(),
         tool_calls,
         usage,
-        model: value.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
+        model: answer.model.unwrap_or_default(),
         latency_ms: 0,
-        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+        finish_reason: choice.finish_reason,
         place: None,
     })
 }
+
+/// An embeddings answer: vectors by index.
+#[derive(Debug, Deserialize)]
+struct EmbedAnswer {
+    data: Option<Vec<WireEmbedding>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireEmbedding {
+    index: Option<usize>,
+    #[serde(default)]
+    embedding: Vec<f32>,
+}
+
+impl Answer for EmbedAnswer {}
 
 #[async_trait::async_trait]
 impl ChatModel for OpenAiClient {
@@ -424,32 +570,33 @@ impl ChatModel for OpenAiClient {
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let started = Instant::now();
-        let body = chat_body(&self.model, request);
+        let body = Body::Chat(chat_body(&self.model, request));
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
-        let cached = self.cache_path(&body);
+        let cached = self.settings.cache.is_some().then(|| self.cache_path(&body.to_json(true))).flatten();
         let mut place = None;
-        let value = match cached.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| serde_json::from_slice::<Value>(&b).ok()) {
-            Some(v) => {
+        let hit = cached.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| serde_json::from_slice::<ChatAnswer>(&b).ok());
+        let answer = match hit {
+            Some(answer) => {
                 self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                v
+                answer
             }
             None => {
-                let (v, at) = self.post("/chat/completions", &body).await?;
+                let (answer, text, at) = self.post("/chat/completions", &body).await?;
                 place = Some(at);
                 if let Some(path) = &cached {
                     if let Some(dir) = path.parent() {
                         let _ = std::fs::create_dir_all(dir);
                     }
                     let tmp = path.with_extension("partial");
-                    if std::fs::write(&tmp, v.to_string()).is_ok() {
+                    if std::fs::write(&tmp, text).is_ok() {
                         let _ = std::fs::rename(&tmp, path);
                     }
                 }
-                v
+                answer
             }
         };
         let mut response =
-            read_chat(&value).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
+            read_chat(answer).map_err(|message| ModelError::Permanent { endpoint: self.slots[0].endpoint.base_url.clone(), message })?;
         response.latency_ms = started.elapsed().as_millis() as u64;
         response.place = place;
         self.stats.prompt_tokens.fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
@@ -491,19 +638,14 @@ impl Embedder for OpenAiEmbedder {
         }
         let input: Vec<String> =
             texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
-        let (value, _) =
-            self.client.post("/embeddings", &json!({"model": self.client.model, "input": input})).await.map_err(|e| err(e.to_string()))?;
-        let data = value.get("data").and_then(Value::as_array).ok_or_else(|| err("the answer has no data".into()))?;
+        let body = Body::Embed(EmbedBody { model: &self.client.model, input });
+        let (answer, _, _) = self.client.post::<EmbedAnswer>("/embeddings", &body).await.map_err(|e| err(e.to_string()))?;
+        let data = answer.data.ok_or_else(|| err("the answer has no data".into()))?;
         let mut out = vec![Vec::new(); texts.len()];
-        for (i, item) in data.iter().enumerate() {
-            let index = item.get("index").and_then(Value::as_u64).map_or(i, |x| x as usize);
-            let v: Vec<f32> = item
-                .get("embedding")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect())
-                .unwrap_or_default();
+        for (i, item) in data.into_iter().enumerate() {
+            let index = item.index.unwrap_or(i);
             if index < out.len() {
-                out[index] = v;
+                out[index] = item.embedding;
             }
         }
         let dim = if self.dim > 0 { self.dim } else { out.first().map_or(0, Vec::len) };

@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde_json::json;
 use some_jobs::chat::JsonSchema;
 
 use super::*;
@@ -65,7 +66,8 @@ async fn a_schema_goes_out_as_openai_response_format() {
         json!({"type": "json_schema", "json_schema": {"name": "follow", "schema": request().response_format.unwrap().schema, "strict": true}})
     );
     let plain = ChatRequest { response_format: None, ..request() };
-    assert_eq!(chat_body("m", &plain).get("response_format"), None, "no schema, no field");
+    let plain = serde_json::to_value(chat_body("m", &plain)).unwrap();
+    assert_eq!(plain.get("response_format"), None, "no schema, no field");
 }
 
 #[tokio::test]
@@ -138,4 +140,21 @@ async fn calls_at_once_settle_near_what_the_endpoint_takes() {
     // Without the window, each round of 32 calls would get 28 refused.
     assert!(refused < 100, "{refused} refusals for 400 answers: the window did not settle");
     assert!(waited > Duration::ZERO);
+}
+
+#[test]
+fn answers_read_whatever_fields_an_endpoint_leaves_out_or_adds() {
+    let answer = json!({
+        "choices": [{
+            "message": {"content": null, "reasoning_content": "hm", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
+            "finish_reason": "tool_calls"
+        }],
+        "system_fingerprint": "fp"
+    });
+    let read = read_chat(serde_json::from_value(answer).unwrap()).unwrap();
+    assert_eq!(read.content, "");
+    let call = &read.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "f", "{\"x\":1}"));
+    assert_eq!((read.usage, read.finish_reason.as_deref()), (Usage::default(), Some("tool_calls")));
+    assert_eq!(read_chat(serde_json::from_value(json!({"choices": []})).unwrap()).unwrap_err(), "the answer has no choices");
 }

@@ -9,6 +9,6 @@ mod select;
 pub mod serve;
 mod window;
 
-pub use client::{ClientSettings, ClientStats, Endpoint, OpenAiClient, OpenAiEmbedder, chat_body, read_chat};
+pub use client::{ChatAnswer, ChatBody, ClientSettings, ClientStats, Endpoint, OpenAiClient, OpenAiEmbedder, chat_body, read_chat};
 pub use local::{CONTEXT_TOKENS, DEFAULT_MAX_TOKENS, LocalModel};
 pub use select::{QWEN3_QUERY_INSTRUCTION, chat_model, check_chat_model, embedder, installed_embedder};

@@ -331,7 +331,7 @@ mod tests {
         let (status, _, text) = post(addr, json!({"model": "m", "messages": messages})).await;
         assert_eq!(status, 200, "{text}");
         // The prompt cache's tokens go out as OpenAI's field and the client reads them back.
-        let read = crate::llm::client::read_chat(&serde_json::from_str(&text).unwrap()).unwrap();
+        let read = crate::llm::client::read_chat(serde_json::from_str(&text).unwrap()).unwrap();
         assert_eq!((read.usage.prompt_tokens, read.usage.cached_tokens), (10, 6));
         let (status, _, text) = post(addr, json!({"model": "gpt-4o", "messages": messages})).await;
         assert_eq!(status, 404);
