@@ -92,13 +92,13 @@ impl Question {
     }
 
     /// The first request of this question.
-    pub fn request(&self, seed: Option<u64>) -> ChatRequest {
+    pub fn into_request(self, seed: Option<u64>) -> ChatRequest {
         ChatRequest {
-            messages: vec![Message::user(self.prompt.clone())],
+            messages: vec![Message::user(self.prompt)],
             temperature: self.temperature,
             seed,
             max_tokens: self.max_tokens,
-            response_format: self.schema.clone(),
+            response_format: self.schema,
             ..Default::default()
         }
     }
@@ -151,13 +151,16 @@ pub async fn ask_until<T>(
     parse: impl Fn(&str) -> Result<T, ReplyError>,
 ) -> Result<Outcome<T>, ModelError> {
     let mut usage = Usage::default();
-    let mut request = first.clone();
     let mut last = (ReplyError::Unreadable { what: "reply", cause: "no attempt was made".into() }, String::new());
     for attempt in 1..=max_attempts.max(1) {
-        if attempt > 1 {
-            request = retry_request(first, attempt, &last.1, &last.0);
-        }
-        let reply = model.chat(&request).await?;
+        let retry;
+        let request = if attempt == 1 {
+            first
+        } else {
+            retry = retry_request(first, attempt, &last.1, &last.0);
+            &retry
+        };
+        let reply = model.chat(request).await?;
         usage += reply.usage;
         match read(&reply, first.max_tokens, &parse) {
             Ok(value) => return Ok(Outcome { result: Ok(value), calls: attempt, usage }),
@@ -175,7 +178,7 @@ pub async fn ask<T>(
     seed: Option<u64>,
     parse: impl Fn(&str) -> Result<T, ReplyError>,
 ) -> Result<Answered<T>, AskError> {
-    let outcome = ask_until(model, &question.request(seed), max_attempts, parse).await?;
+    let outcome = ask_until(model, &question.clone().into_request(seed), max_attempts, parse).await?;
     match outcome.result {
         Ok(value) => Ok(Answered { value, calls: outcome.calls, usage: outcome.usage }),
         Err((last, reply)) => Err(AskError::Reply { attempts: outcome.calls, last, reply: excerpt(&reply, 200) }),

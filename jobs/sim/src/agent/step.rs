@@ -195,7 +195,7 @@ impl Run<'_> {
     ) -> Result<Result<T, ReplyError>, StepError> {
         let s = self.ctx.settings;
         let question = Question { temperature: s.temperature, ..question };
-        let outcome = ask_until(self.ctx.model, &question.request(self.seed), s.max_attempts, parse).await?;
+        let outcome = ask_until(self.ctx.model, &question.into_request(self.seed), s.max_attempts, parse).await?;
         self.step.calls += outcome.calls;
         self.step.usage += outcome.usage;
         Ok(outcome.result.map_err(|(e, _)| e))
