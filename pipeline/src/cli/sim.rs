@@ -560,7 +560,7 @@ fn print_drive(spec: &SimSpec, d: &Drive, secs: f64) {
         "stopped"
     };
     eprintln!(
-        "simulation {} {state}: {} turns and {} agent-turns in {secs:.1} s ({:.1} agent-turns/s); feeds {:.1} s, steps {:.1} s, commits {:.1} s",
+        "simulation {} {state}: {} turns and {} agent-turns in {secs:.1} s ({:.1} agent-turns/s); feeds {:.1} s, steps {:.1} s, commits {:.1} s (and {:.1} s written beside the next turns' steps)",
         spec.run_id,
         d.turns,
         d.agent_turns,
@@ -568,6 +568,7 @@ fn print_drive(spec: &SimSpec, d: &Drive, secs: f64) {
         d.feed_time.as_secs_f64(),
         d.step_time.as_secs_f64(),
         d.commit_time.as_secs_f64(),
+        d.commit_behind.as_secs_f64(),
     );
     println!("state digest {}", d.digest.as_deref().unwrap_or("-"));
 }

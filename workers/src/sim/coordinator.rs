@@ -12,6 +12,11 @@
 //!    shards' step files, the actions, posts, follows, feeds and the
 //!    `sim_turns` row become visible together.
 //!
+//! The turn's files are encoded and committed while the next turn's
+//! feeds are ranked and its steps run: that turn is planned from the state
+//! in memory, which the actions were already applied to, and its commit
+//! waits for the one before, so turns still land one by one and in order.
+//!
 //! Everything in step 1 is a function of the committed state and the seed,
 //! so a coordinator that starts again (after a crash, or `some sim
 //! resume`) publishes the same shards and finds the results already
@@ -25,7 +30,7 @@ use std::time::{Duration, Instant};
 use some_jobs::progress::Progress;
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimInterventionRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
-use some_sim::agent::memory::{Recall, Remembers};
+use some_sim::agent::memory::{Recall, Remembers, Stored};
 use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
@@ -56,8 +61,12 @@ pub struct Drive {
     pub feed_time: Duration,
     /// Waiting for the workers' steps.
     pub step_time: Duration,
-    /// Applying the steps and committing the turns.
+    /// Applying the steps and committing the turns, as far as the turns
+    /// waited for it.
     pub commit_time: Duration,
+    /// Writing and committing turns while the next turn's steps ran: time
+    /// the turns did not wait for.
+    pub commit_behind: Duration,
 }
 
 /// How far to go.
@@ -84,12 +93,16 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
     let mut turn = state.next_turn();
     let mut pending = Pending::load(lake, spec).await?;
     let mut cancel_checked: Option<Instant> = None;
+    let mut committing: Option<Committing> = None;
     while turn < end {
         // A read of the runs table: once a second is prompt enough, and
         // keeps it out of turns that take a tenth of one.
         let check = cancel_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
         if check {
             cancel_checked = Some(Instant::now());
+            // What is read next must see the turns applied so far committed
+            // (interventions they applied are no longer pending).
+            landed(committing.take(), &mut out).await?;
         }
         if check && load_sim(lake, &spec.run_id).await?.cancelled {
             tracing::info!(run = %spec.run_id, turn = turn.0, "run cancelled: stopping");
@@ -105,12 +118,15 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
         if let Some(v) = vectors.as_mut() {
             v.catch_up(&state.platform).await?;
         }
-        let active = one_turn(lake, queue, spec, &mut state, vectors.as_ref(), turn, due, &mut out, progress).await?;
+        let (active, commit) =
+            one_turn(lake, queue, spec, &mut state, vectors.as_ref(), turn, due, committing.take(), &mut out, progress).await?;
+        committing = Some(commit);
         out.turns += 1;
         out.agent_turns += active as u64;
         out.digest = state.digest().map(str::to_string);
         turn = turn.next();
     }
+    landed(committing, &mut out).await?;
     out.finished = turn.0 >= spec.preset.turns();
     Ok(out)
 }
@@ -168,7 +184,59 @@ fn check_setup(spec: &SimSpec, agents: &[Agent]) -> Result<()> {
     Ok(())
 }
 
-/// Runs one turn; returns how many agents acted.
+/// A step's results, read from its row.
+struct ReadStep {
+    actions: Vec<AgentAction>,
+    posts: Vec<PostNote>,
+    failures: usize,
+    memory: Stored,
+}
+
+/// Reads a step's row of `turn` (the columns are JSON), checking that its
+/// actions are its agent's.
+fn read_step(run: &str, turn: Turn, s: &SimStepRow) -> Result<(AgentId, ReadStep)> {
+    let agent = AgentId(s.agent_id as u32);
+    let bad = |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_steps of run {run}, turn {turn}, agent {agent}: {what}: {e}"));
+    let actions: Vec<AgentAction> = serde_json::from_str(&s.actions).map_err(|e| bad("the actions do not read", e))?;
+    if let Some(other) = actions.iter().find(|a| a.agent != agent) {
+        return Err(Error::Invalid(format!("sim_steps of run {run}, turn {turn}: agent {agent}'s step acts as agent {}", other.agent)));
+    }
+    let posts = serde_json::from_str(&s.posts).map_err(|e| bad("the post notes do not read", e))?;
+    let failures = serde_json::from_str::<Vec<StepFailure>>(&s.failures).map_err(|e| bad("the failures do not read", e))?.len();
+    let memory = Stored::read(&s.memory).map_err(|e| bad("the memory does not read", e))?;
+    Ok((agent, ReadStep { actions, posts, failures, memory }))
+}
+
+/// A turn's commit on its way: a task that writes the turn's files and
+/// commits them, and when it started.
+struct Committing {
+    task: tokio::task::JoinHandle<Result<()>>,
+    started: Instant,
+}
+
+impl Committing {
+    /// Waits for the commit; returns how it ended, and when.
+    async fn land(self) -> (Result<()>, Instant) {
+        let done = self.task.await.map_err(|e| Error::Task(format!("a turn's commit stopped: {e}")));
+        (done.and_then(|r| r), Instant::now())
+    }
+}
+
+/// Waits for the commit of the previous turn, if any, counting the wait as
+/// commit time and the time it ran before as written behind.
+async fn landed(committing: Option<Committing>, out: &mut Drive) -> Result<()> {
+    let Some(c) = committing else { return Ok(()) };
+    let (started, waited) = (c.started, Instant::now());
+    let (done, ended) = c.land().await;
+    out.commit_time += ended - waited;
+    out.commit_behind += waited - started;
+    done
+}
+
+/// Runs one turn up to its actions applied to the state; returns how many
+/// agents acted and the turn's commit, under way. The commit of the turn
+/// before (`previous`) must land before this one's, and lands while this
+/// turn's steps run.
 #[allow(clippy::too_many_arguments)]
 async fn one_turn(
     lake: &Lake,
@@ -178,9 +246,10 @@ async fn one_turn(
     vectors: Option<&RankVectors>,
     turn: Turn,
     due: Vec<SimInterventionRow>,
+    previous: Option<Committing>,
     out: &mut Drive,
     progress: &dyn Progress,
-) -> Result<usize> {
+) -> Result<(usize, Committing)> {
     let started = Instant::now();
     let phase = spec.preset.phase(turn).ok_or_else(|| Error::Invalid(format!("turn {turn} is past the run's end")))?;
     let intervened = state.intervene(spec, turn, due)?;
@@ -204,30 +273,37 @@ async fn one_turn(
         let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
         Ok::<_, Error>((paths, shards))
     };
-    let (stepped, feeds_written) = tokio::join!(stepped, txn.write_rows(feeds));
+    let stepped = async { (stepped.await, Instant::now()) };
+    let previous = async {
+        match previous {
+            Some(c) => Some((c.started, c.land().await)),
+            None => None,
+        }
+    };
+    let ((stepped, stepped_at), feeds_written, previous) = tokio::join!(stepped, txn.write_rows(feeds), previous);
     let (paths, shards) = stepped?;
     feeds_written?;
+    out.step_time += stepped_at - waited;
+    // What of the previous commit ran before the steps ended was behind
+    // them; what held this turn up after, and the feeds' file, was not.
+    out.commit_time += stepped_at.elapsed();
+    if let Some((started, (done, ended))) = previous {
+        done?;
+        out.commit_behind += ended.min(stepped_at).saturating_duration_since(started);
+    }
     let shard_rows: Vec<u64> = shards.iter().map(|s| s.len() as u64).collect();
     let steps: Vec<SimStepRow> = shards.into_iter().flatten().collect();
-    out.step_time += waited.elapsed();
 
-    let committing = Instant::now();
+    let applying = Instant::now();
     let mut actions: Vec<AgentAction> = Vec::new();
     let mut notes: HashMap<(AgentId, u32), PostNote> = HashMap::new();
     let mut failures = 0usize;
-    for s in &steps {
-        let agent = AgentId(s.agent_id as u32);
-        let bad =
-            |what: &str, e: serde_json::Error| Error::Invalid(format!("sim_steps of run {run}, turn {turn}, agent {agent}: {what}: {e}"));
-        let mine: Vec<AgentAction> = serde_json::from_str(&s.actions).map_err(|e| bad("the actions do not read", e))?;
-        if let Some(other) = mine.iter().find(|a| a.agent != agent) {
-            return Err(Error::Invalid(format!("sim_steps of run {run}, turn {turn}: agent {agent}'s step acts as agent {}", other.agent)));
-        }
-        actions.extend(mine);
-        let posts: Vec<PostNote> = serde_json::from_str(&s.posts).map_err(|e| bad("the post notes do not read", e))?;
-        notes.extend(posts.into_iter().map(|n| ((agent, n.seq), n)));
-        failures += serde_json::from_str::<Vec<StepFailure>>(&s.failures).map_err(|e| bad("the failures do not read", e))?.len();
-        state.memories.entry(agent).or_default().absorb(&s.memory).map_err(|e| bad("the memory does not read", e))?;
+    for read in on_every_core(&steps, |s| read_step(run, turn, s)) {
+        let (agent, step) = read?;
+        actions.extend(step.actions);
+        notes.extend(step.posts.into_iter().map(|n| ((agent, n.seq), n)));
+        failures += step.failures;
+        state.memories.entry(agent).or_default().take(step.memory);
     }
     let outcomes = state.platform.apply_turn(turn, actions);
     let stage = match phase {
@@ -235,42 +311,41 @@ async fn one_turn(
         Phase::Stage(n) => n,
     };
     let turn_row = turn_row(run, turn, stage, agents.len(), &outcomes, state.platform.history_digest(), Timestamp::now());
-    for (path, rows) in paths.iter().zip(shard_rows) {
-        txn.adopt(path, rows).await?;
-    }
-    let encoded = tokio::try_join!(
-        encode_rows(action_rows(run, turn, &outcomes)),
-        encode_rows(post_rows(run, turn, &outcomes, &notes)),
-        encode_rows(follow_rows(run, turn, &outcomes)),
-        encode_rows(vec![turn_row.clone()]),
-    )?;
-    for parts in <[_; 4]>::from(encoded) {
-        txn.write_parts(parts).await?;
-    }
-    if !intervened.rows.is_empty() {
-        txn.write_rows(intervened.rows).await?;
-    }
-    if !intervened.posts.is_empty() {
-        txn.write_rows(intervened.posts).await?;
-    }
-    txn.commit().await?;
-    state.turns.push(turn_row);
-    out.commit_time += committing.elapsed();
-    progress.finish();
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
-    tracing::info!(
-        turn = turn.0,
-        active = agents.len(),
-        empty_feeds,
-        actions = outcomes.len(),
-        refused,
-        unread_replies = failures,
-        "turn committed"
-    );
+    let acted = outcomes.len();
+    state.turns.push(turn_row.clone());
+    out.commit_time += applying.elapsed();
+    progress.finish();
+    let run = run.to_string();
+    let write = async move {
+        for (path, rows) in paths.iter().zip(shard_rows) {
+            txn.adopt(path, rows).await?;
+        }
+        let encoded = tokio::try_join!(
+            encode_rows(action_rows(&run, turn, &outcomes)),
+            encode_rows(post_rows(&run, turn, &outcomes, &notes)),
+            encode_rows(follow_rows(&run, turn, &outcomes)),
+            encode_rows(vec![turn_row]),
+        )?;
+        for parts in <[_; 4]>::from(encoded) {
+            txn.write_parts(parts).await?;
+        }
+        if !intervened.rows.is_empty() {
+            txn.write_rows(intervened.rows).await?;
+        }
+        if !intervened.posts.is_empty() {
+            txn.write_rows(intervened.posts).await?;
+        }
+        txn.commit().await?;
+        tracing::info!(turn = turn.0, "turn committed");
+        Ok(())
+    };
+    let commit = Committing { task: tokio::spawn(write), started: Instant::now() };
+    tracing::info!(turn = turn.0, active = agents.len(), empty_feeds, actions = acted, refused, unread_replies = failures, "turn applied");
     if empty_feeds > 0 {
         tracing::warn!(turn = turn.0, empty_feeds, active = agents.len(), "active agents were shown an empty feed");
     }
-    Ok(agents.len())
+    Ok((agents.len(), commit))
 }
 
 /// Who acts in `turn`, with what feed and how many posts to write; and the
@@ -317,26 +392,44 @@ fn plan_turn(
     let ranker = Rankers::builtin().build(&spec.ranker, &vectors.map(RankVectors::content).unwrap_or_default()).map_err(Error::Invalid)?;
     let ranker_name = ranker.name();
     let rank = ranker.feeds(&state.platform, turn, &spec.feed, Some(&authors));
-    let mut agents = Vec::new();
-    let mut rows = Vec::new();
+    let mut active = Vec::new();
     for a in &state.agents {
         let id = a.persona.id;
         let Some(plan) = a.plan.as_ref().filter(|_| spec.preset.kind_of(id) == stage.acting) else { continue };
         let act = activation(spec.seed, id, a.level, plan, turn);
-        if !act.active {
-            continue;
+        if act.active {
+            active.push((id, if act.posting { plan.posts_per_posting() } else { 0 }));
         }
-        let ranked = rank(id);
+    }
+    let ranked = on_every_core(&active, |(id, _)| rank(*id));
+    let mut agents = Vec::with_capacity(active.len());
+    let mut rows = Vec::new();
+    for ((id, posts), ranked) in active.into_iter().zip(ranked) {
         rows.extend(feed_rows(run, turn, id, ranker_name, &ranked));
         let shown = ranked
             .iter()
             .filter_map(|r| state.platform.post(r.post))
             .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.clone() })
             .collect();
-        let posts = if act.posting { plan.posts_per_posting() } else { 0 };
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id, posts), persona: persona(id) });
     }
     Ok((agents, rows))
+}
+
+/// `f` of each item, in order, the items split between the machine's cores:
+/// for the coordinator's work between turns (ranking feeds, reading steps),
+/// while the workers wait for the next turn.
+fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 || items.len() < 64 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> =
+            items.chunks(items.len().div_ceil(cores)).map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>())).collect();
+        parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
 }
 
 /// `items` cut into the run's shards, numbered from 0 (the numbers name
@@ -411,4 +504,25 @@ async fn check_dead_letters(queue: &dyn Queue, spec: &SimSpec) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_split_between_cores_comes_back_in_order() {
+        for n in [0usize, 1, 63, 64, 65, 1000, 1001] {
+            let items: Vec<usize> = (0..n).collect();
+            let out = on_every_core(&items, |i| (*i, std::thread::current().id()));
+            assert_eq!(out.iter().map(|(i, _)| *i).collect::<Vec<_>>(), items, "{n} items");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "item 700")]
+    fn a_panic_on_another_core_is_the_callers() {
+        let items: Vec<usize> = (0..1000).collect();
+        on_every_core(&items, |i| assert_ne!(*i, 700, "item 700"));
+    }
 }

@@ -153,17 +153,37 @@ pub trait Remembers: Default {
     /// changes held it.
     fn replace(&mut self, whole: Memory);
 
-    /// Takes in a step's stored memory: its list of changes, or (as rows
-    /// written before steps recorded changes) the whole memory after it.
+    /// Takes in a step's stored memory ([`Stored::read`]).
     fn absorb(&mut self, stored: &str) -> serde_json::Result<()> {
-        if stored.trim_start().starts_with('[') {
-            for change in serde_json::from_str::<Vec<Remembered>>(stored)? {
-                self.apply(&change);
-            }
-        } else {
-            self.replace(serde_json::from_str(stored)?);
-        }
+        self.take(Stored::read(stored)?);
         Ok(())
+    }
+
+    /// Takes in a step's stored memory, already read.
+    fn take(&mut self, stored: Stored) {
+        match stored {
+            Stored::Changes(changes) => changes.iter().for_each(|c| self.apply(c)),
+            Stored::Whole(memory) => self.replace(memory),
+        }
+    }
+}
+
+/// A step's stored memory: its list of changes, or (as rows written before
+/// steps recorded changes) the whole memory after it. Read apart from
+/// being taken in, so many steps' can be read at once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    Changes(Vec<Remembered>),
+    Whole(Memory),
+}
+
+impl Stored {
+    pub fn read(stored: &str) -> serde_json::Result<Stored> {
+        if stored.trim_start().starts_with('[') {
+            Ok(Stored::Changes(serde_json::from_str(stored)?))
+        } else {
+            Ok(Stored::Whole(serde_json::from_str(stored)?))
+        }
     }
 }
 

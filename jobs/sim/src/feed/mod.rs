@@ -104,8 +104,9 @@ pub trait Ranker: Send + Sync {
     }
 }
 
-/// A viewer's feed for one turn, from [`Ranker::feeds`].
-pub type Feeds<'a> = Box<dyn Fn(AgentId) -> Vec<Ranked> + 'a>;
+/// A viewer's feed for one turn, from [`Ranker::feeds`]; shared by threads
+/// that rank different viewers.
+pub type Feeds<'a> = Box<dyn Fn(AgentId) -> Vec<Ranked> + Send + Sync + 'a>;
 
 /// Sorts by score, best first; ties go to the newer post, then the higher id,
 /// so the order never depends on how candidates were gathered.
