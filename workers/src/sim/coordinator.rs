@@ -215,10 +215,24 @@ struct Committing {
 }
 
 impl Committing {
-    /// Waits for the commit; returns how it ended, and when.
-    async fn land(self) -> (Result<()>, Instant) {
+    /// Waits for the commit.
+    async fn land(self) -> Landed {
         let done = self.task.await.map_err(|e| Error::Task(format!("a turn's commit stopped: {e}")));
-        (done.and_then(|r| r), Instant::now())
+        Landed { done: done.and_then(|r| r), started: self.started, ended: Instant::now() }
+    }
+}
+
+/// A turn's commit, landed.
+struct Landed {
+    done: Result<()>,
+    started: Instant,
+    ended: Instant,
+}
+
+impl Landed {
+    /// The time it ran before `from`, when a turn began to wait for it.
+    fn behind(&self, from: Instant) -> Duration {
+        self.ended.min(from).saturating_duration_since(self.started)
     }
 }
 
@@ -226,11 +240,11 @@ impl Committing {
 /// commit time and the time it ran before as written behind.
 async fn landed(committing: Option<Committing>, out: &mut Drive) -> Result<()> {
     let Some(c) = committing else { return Ok(()) };
-    let (started, waited) = (c.started, Instant::now());
-    let (done, ended) = c.land().await;
-    out.commit_time += ended - waited;
-    out.commit_behind += waited - started;
-    done
+    let waited = Instant::now();
+    let landed = c.land().await;
+    out.commit_time += landed.ended - waited;
+    out.commit_behind += landed.behind(waited);
+    landed.done
 }
 
 /// Runs one turn up to its actions applied to the state; returns how many
@@ -276,7 +290,7 @@ async fn one_turn(
     let stepped = async { (stepped.await, Instant::now()) };
     let previous = async {
         match previous {
-            Some(c) => Some((c.started, c.land().await)),
+            Some(c) => Some(c.land().await),
             None => None,
         }
     };
@@ -287,9 +301,9 @@ async fn one_turn(
     // What of the previous commit ran before the steps ended was behind
     // them; what held this turn up after, and the feeds' file, was not.
     out.commit_time += stepped_at.elapsed();
-    if let Some((started, (done, ended))) = previous {
-        done?;
-        out.commit_behind += ended.min(stepped_at).saturating_duration_since(started);
+    if let Some(landed) = previous {
+        out.commit_behind += landed.behind(stepped_at);
+        landed.done?;
     }
     let shard_rows: Vec<u64> = shards.iter().map(|s| s.len() as u64).collect();
     let steps: Vec<SimStepRow> = shards.into_iter().flatten().collect();
