@@ -317,7 +317,9 @@ async fn one_turn(
         actions.extend(step.actions);
         notes.extend(step.posts.into_iter().map(|n| ((agent, n.seq), n)));
         failures += step.failures;
-        state.memories.entry(agent).or_default().take(step.memory);
+        let recall = state.memories.entry(agent).or_default();
+        recall.take(step.memory);
+        recall.forget_post_texts();
     }
     let outcomes = state.platform.apply_turn(turn, actions);
     let stage = match phase {
@@ -372,13 +374,8 @@ fn plan_turn(
     phase: Phase,
 ) -> Result<(Vec<AgentTurn>, Vec<SimFeedRow>)> {
     let run = spec.run_id.as_str();
-    // A step is sent what it reads of its memory: own posts when it posts,
-    // what it engaged with when it reflects.
     let memory = |a: AgentId, posts: u32| {
-        state.memories.get(&a).map_or_else(Recall::default, |m| {
-            let reflecting = spec.step.reflection && reflect::due(m.last_reflection, turn, spec.step.reflect_every);
-            m.for_step(posts > 0, reflecting)
-        })
+        recall_for(state, a, posts > 0, |last| spec.step.reflection && reflect::due(last, turn, spec.step.reflect_every))
     };
     let persona = |a: AgentId| state.changed.get(&a).cloned();
     let Some(stage) = spec.preset.stage(phase) else {
@@ -428,6 +425,15 @@ fn plan_turn(
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id, posts), persona: persona(id) });
     }
     Ok((agents, rows))
+}
+
+/// What a step of `agent` is sent of its memory: own posts when it posts,
+/// what it engaged with (texts from the platform) when it reflects, which
+/// `reflecting` decides from the agent's last reflection.
+fn recall_for(state: &SimState, agent: AgentId, posting: bool, reflecting: impl Fn(Option<Turn>) -> bool) -> Recall {
+    state.memories.get(&agent).map_or_else(Recall::default, |m| {
+        m.for_step(posting, reflecting(m.last_reflection), |p| state.platform.post(p).map(|p| p.content.as_str()))
+    })
 }
 
 /// `f` of each item, in order, the items split between the machine's cores:
@@ -531,6 +537,32 @@ mod tests {
             let out = on_every_core(&items, |i| (*i, std::thread::current().id()));
             assert_eq!(out.iter().map(|(i, _)| *i).collect::<Vec<_>>(), items, "{n} items");
         }
+    }
+
+    #[test]
+    fn a_reflecting_step_is_sent_the_texts_the_coordinator_does_not_hold() {
+        use some_sim::agent::memory::{Entry, Remembered};
+        use some_sim::{Action, AgentAction, PostId};
+        let mut state = SimState::default();
+        (0..2).for_each(|a| state.platform.register(AgentId(a)));
+        let post = |text: &str| AgentAction { agent: AgentId(0), seq: 0, action: Action::Post { text: text.into() } };
+        state.platform.apply_turn(Turn(0), vec![post("the first post")]);
+        let read = Entry {
+            turn: Turn(1),
+            post: PostId(0),
+            author: AgentId(0),
+            text: "the first post".into(),
+            summarised: false,
+            actions: vec![some_schemas::sim::ActionKind::Like],
+            comment: None,
+        };
+        let held = state.memories.entry(AgentId(1)).or_default();
+        held.apply(&Remembered::Read(read));
+        held.forget_post_texts();
+        assert_eq!(state.memories[&AgentId(1)].engaged[0].1.text, "", "the coordinator holds no copy");
+        let sent = recall_for(&state, AgentId(1), false, |_| true);
+        assert_eq!(sent.engaged[0].1.text, "the first post");
+        assert!(recall_for(&state, AgentId(1), true, |_| false).engaged.is_empty());
     }
 
     #[test]

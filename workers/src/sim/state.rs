@@ -172,6 +172,7 @@ impl SimState {
             // A fork's own steps come after its parent's, which `base` holds.
             if recalls {
                 fold_steps(lake, run, last + 1, None, &mut state.memories, |_, _, _| {}).await?;
+                state.memories.values_mut().for_each(Recall::forget_post_texts);
             }
             Ok(state)
         }

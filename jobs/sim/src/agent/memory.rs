@@ -102,6 +102,13 @@ impl Memory {
 /// last reflected. The coordinator holds this for every agent and sends a
 /// step the part it needs ([`Recall::for_step`]), so neither its memory nor
 /// a turn's messages grow with the turns already run.
+///
+/// The coordinator's recalls hold no copy of the posts' texts (it calls
+/// [`Recall::forget_post_texts`] on each after taking a step's changes in;
+/// summaries stay): the platform holds every post's text, and a million
+/// agents' copies of what they engaged with would be gigabytes.
+/// [`Recall::for_step`] puts them back for the one step that reads them, a
+/// reflection. A step's own recall keeps the texts of what it reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recall {
     /// Entries ever read: the short-term place of the next one.
@@ -119,17 +126,35 @@ pub struct Recall {
 
 impl Recall {
     /// What a step is sent: the own posts and knowledge when it posts, the
-    /// engaged entries when it reflects.
-    pub fn for_step(&self, posting: bool, reflecting: bool) -> Recall {
+    /// engaged entries when it reflects, their forgotten texts read back
+    /// with `text_of` (a post removed since shows [`REMOVED_POST`]).
+    pub fn for_step<'p>(&self, posting: bool, reflecting: bool, text_of: impl Fn(PostId) -> Option<&'p str>) -> Recall {
+        let recalled = |(at, e): &(u64, Entry)| {
+            let mut e = e.clone();
+            if e.text.is_empty() {
+                e.text = text_of(e.post).unwrap_or(REMOVED_POST).to_string();
+            }
+            (*at, e)
+        };
         Recall {
             read: self.read,
-            engaged: if reflecting { self.engaged.clone() } else { Vec::new() },
+            engaged: if reflecting { self.engaged.iter().map(recalled).collect() } else { Vec::new() },
             own_posts: if posting { self.own_posts.clone() } else { VecDeque::new() },
             knowledge: if posting { self.knowledge.clone() } else { VecDeque::new() },
             last_reflection: self.last_reflection,
         }
     }
+
+    /// Drops the engaged entries' copies of their posts' texts; summaries
+    /// stay. A post's text is never empty (the platform refuses it), so an
+    /// empty one is a forgotten one.
+    pub fn forget_post_texts(&mut self) {
+        self.engaged.iter_mut().filter(|(_, e)| !e.summarised).for_each(|(_, e)| e.text = String::new());
+    }
 }
+
+/// What a reflection is shown of an entry whose post was removed since.
+pub const REMOVED_POST: &str = "[this post was removed]";
 
 impl From<&Memory> for Recall {
     fn from(m: &Memory) -> Recall {
@@ -303,6 +328,28 @@ mod tests {
         m.remember(entry(3, vec![ActionKind::Comment]));
         assert_eq!(m.engaged_since(None).map(|(_, e)| e.turn.0).collect::<Vec<_>>(), [1, 3]);
         assert_eq!(m.engaged_since(Some(Turn(1))).map(|(i, _)| i).collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn a_held_recall_keeps_no_post_texts_and_gets_them_back_for_a_reflection() {
+        let mut held = Recall::default();
+        let liked = |post: u64| Entry { post: PostId(post), text: format!("text of post {post}"), ..entry(1, vec![ActionKind::Like]) };
+        [liked(1), liked(2), liked(3)].into_iter().for_each(|e| held.apply(&Remembered::Read(e)));
+        held.apply(&Remembered::Summarised { turn: Turn(1), post: PostId(3), text: "a summary".into() });
+        assert_eq!(held.engaged[0].1.text, "text of post 1", "a step's recall keeps what it reads");
+        held.forget_post_texts();
+        assert!(held.engaged.iter().take(2).all(|(_, e)| e.text.is_empty()), "{:?}", held.engaged);
+        let platform = |p: PostId| (p.0 == 1).then_some("text of post 1");
+        let texts = |r: &Recall| r.engaged.iter().map(|(_, e)| e.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&held.for_step(false, true, platform)), ["text of post 1", REMOVED_POST, "a summary"]);
+        assert!(held.for_step(true, false, platform).engaged.is_empty(), "only a reflection is sent the entries");
+        let mut whole = Memory::default();
+        [liked(1), liked(2)].into_iter().for_each(|e| whole.remember(e));
+        assert_eq!(
+            texts(&Recall::from(&whole).for_step(false, true, |_| None)),
+            ["text of post 1", "text of post 2"],
+            "texts held are kept"
+        );
     }
 
     #[test]
