@@ -19,6 +19,7 @@
 //!   reblogging twice is refused.
 
 pub mod ids;
+pub mod sorted;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +28,7 @@ use sha2::{Digest, Sha256};
 use some_schemas::sim::ActionKind;
 
 use crate::platform::ids::{AgentId, PostId, Turn};
+use crate::platform::sorted::{SortedMap, SortedSet};
 
 /// A post or a comment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,9 +39,9 @@ pub struct Post {
     pub content: String,
     /// The post a comment answers; `None` for a post.
     pub parent: Option<PostId>,
-    pub likes: BTreeSet<AgentId>,
+    pub likes: SortedSet<AgentId>,
     /// Who reblogged it, and when (home feeds show followees' reblogs).
-    pub reblogs: BTreeMap<AgentId, Turn>,
+    pub reblogs: SortedMap<AgentId, Turn>,
     /// Comments on it.
     pub replies: u32,
 }
@@ -142,13 +144,16 @@ pub struct Platform {
     agents: BTreeSet<AgentId>,
     posts: BTreeMap<PostId, Post>,
     next_post: u64,
-    following: BTreeMap<AgentId, BTreeSet<AgentId>>,
-    followers: BTreeMap<AgentId, BTreeSet<AgentId>>,
+    following: BTreeMap<AgentId, SortedSet<AgentId>>,
+    followers: BTreeMap<AgentId, SortedSet<AgentId>>,
     /// Posts each agent has been shown (the paper ranks "unread" posts).
-    seen: BTreeMap<AgentId, BTreeSet<PostId>>,
+    seen: BTreeMap<AgentId, SortedSet<PostId>>,
     /// Posts each agent liked or reblogged: derived from the posts, kept so
     /// a feed finds a viewer's exclusions without scanning every post.
-    engaged: BTreeMap<AgentId, BTreeSet<PostId>>,
+    engaged: BTreeMap<AgentId, SortedSet<PostId>>,
+    /// Posts and comments by author: derived from the posts, kept so a
+    /// feed finds a viewer's own posts without scanning every post.
+    authored: BTreeMap<AgentId, SortedSet<PostId>>,
     /// Accounts interventions opened for news posts, by name.
     news: BTreeMap<String, AgentId>,
     /// Injected posts by their label.
@@ -197,7 +202,7 @@ impl Platform {
         recent.into_iter()
     }
     pub fn followers_count(&self, agent: AgentId) -> usize {
-        self.followers.get(&agent).map_or(0, BTreeSet::len)
+        self.followers.get(&agent).map_or(0, SortedSet::len)
     }
     pub fn followees(&self, agent: AgentId) -> impl Iterator<Item = AgentId> + '_ {
         self.following.get(&agent).into_iter().flatten().copied()
@@ -211,6 +216,10 @@ impl Platform {
     /// Posts the agent has been shown.
     pub fn seen_posts(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
         self.seen.get(&agent).into_iter().flatten().copied()
+    }
+    /// Posts and comments the agent wrote, oldest first.
+    pub fn posts_by(&self, author: AgentId) -> impl Iterator<Item = PostId> + '_ {
+        self.authored.get(&author).into_iter().flatten().copied()
     }
     /// Posts the agent liked or reblogged.
     pub fn engaged_posts(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
@@ -261,6 +270,9 @@ impl Platform {
     /// Deletes a post; a comment no longer counts in its parent's replies.
     pub(crate) fn remove_post(&mut self, id: PostId) -> Result<(), ApplyError> {
         let p = self.posts.remove(&id).ok_or(ApplyError::NoSuchPost(id))?;
+        if let Some(authored) = self.authored.get_mut(&p.author) {
+            authored.remove(&id);
+        }
         if let Some(parent) = p.parent.and_then(|q| self.posts.get_mut(&q)) {
             parent.replies = parent.replies.saturating_sub(1);
         }
@@ -432,9 +444,18 @@ impl Platform {
     fn create(&mut self, turn: Turn, author: AgentId, text: &str, parent: Option<PostId>) -> PostId {
         let id = PostId(self.next_post);
         self.next_post += 1;
-        let post =
-            Post { id, author, turn, content: text.to_string(), parent, likes: BTreeSet::new(), reblogs: BTreeMap::new(), replies: 0 };
+        let post = Post {
+            id,
+            author,
+            turn,
+            content: text.to_string(),
+            parent,
+            likes: SortedSet::default(),
+            reblogs: SortedMap::default(),
+            replies: 0,
+        };
         self.posts.insert(id, post);
+        self.authored.entry(author).or_default().insert(id);
         id
     }
 
@@ -464,13 +485,13 @@ impl Platform {
             n(&mut h, p.likes.len() as u64);
             p.likes.iter().for_each(|a| n(&mut h, a.0.into()));
             n(&mut h, p.reblogs.len() as u64);
-            for (a, t) in &p.reblogs {
+            for (a, t) in p.reblogs.iter() {
                 n(&mut h, a.0.into());
                 n(&mut h, t.0.into());
             }
         }
-        // Followers are derived from `following`, and `engaged` from the
-        // posts, so hashing the sources covers them.
+        // Followers are derived from `following`, and `engaged` and
+        // `authored` from the posts, so hashing the sources covers them.
         n(&mut h, self.following.len() as u64);
         for (a, set) in &self.following {
             n(&mut h, a.0.into());

@@ -13,7 +13,7 @@
 //! `feed_index_matches_the_generic_feed` checks the two paths agree on
 //! every viewer of a random platform, for every threshold.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use super::MastodonDigest;
 use crate::feed::{FeedSettings, Ranked, Timeline};
@@ -23,9 +23,11 @@ use crate::platform::ids::{AgentId, PostId, Turn};
 #[derive(Debug, Clone, Copy)]
 struct Scored {
     post: PostId,
-    author: AgentId,
     score: f64,
 }
+
+/// [`DigestIndex::rank`]'s mark for a post that is not a candidate.
+const UNRANKED: u32 = u32::MAX;
 
 /// The turn's candidates, scored and sorted best first.
 #[derive(Debug, Clone)]
@@ -34,14 +36,21 @@ pub struct DigestIndex {
     limit: usize,
     drop_seen: bool,
     sorted: Vec<Scored>,
-    rank: HashMap<PostId, usize>,
-    by_author: HashMap<AgentId, Vec<usize>>,
+    /// Each post's place in `sorted`, by post id (ids are dense);
+    /// [`UNRANKED`] for comments and posts that are not candidates.
+    rank: Vec<u32>,
 }
 
 impl DigestIndex {
     /// Indexes the candidates of turn `now`; `None` for a home timeline, and
     /// while an account is boosted (its posts go first in every feed, which
     /// the generic path does).
+    ///
+    /// Most posts score 0 (no engagement, or an author without
+    /// followers), and those go last in the order of [`crate::feed::sort_ranked`] by
+    /// turn then id, newest first: the order they were posted in, reversed.
+    /// So only the posts that score sort, and a turn's index costs time in
+    /// the engaged posts' number, plus one pass over the posts.
     pub fn build(
         platform: &Platform,
         ranker: MastodonDigest,
@@ -53,7 +62,7 @@ impl DigestIndex {
             return None;
         }
         let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
-        let mut scored: Vec<(Scored, Turn)> = platform
+        let (mut scoring, mut zero): (Vec<(Scored, Turn)>, Vec<(Scored, Turn)>) = platform
             .posts_since(since)
             .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(&p.author)))
             .map(|p| {
@@ -63,16 +72,29 @@ impl DigestIndex {
                     i64::from(p.replies),
                     platform.followers_count(p.author) as i64,
                 );
-                (Scored { post: p.id, author: p.author, score }, p.turn)
+                (Scored { post: p.id, score }, p.turn)
             })
-            .collect();
-        // The order of `sort_ranked`: score, then newer, then higher id.
-        scored.sort_by(|(a, ta), (b, tb)| b.score.total_cmp(&a.score).then(tb.cmp(ta)).then(b.post.cmp(&a.post)));
-        let sorted: Vec<Scored> = scored.into_iter().map(|(s, _)| s).collect();
-        let rank = sorted.iter().enumerate().map(|(i, s)| (s.post, i)).collect();
-        let mut by_author: HashMap<AgentId, Vec<usize>> = HashMap::new();
-        sorted.iter().enumerate().for_each(|(i, s)| by_author.entry(s.author).or_default().push(i));
-        Some(DigestIndex { ranker, limit: settings.limit, drop_seen: settings.drop_seen, sorted, rank, by_author })
+            .partition(|(s, _)| s.score > 0.0);
+        // The order of `sort_ranked`: score, then newer, then higher id (ids
+        // are unique, so an unstable sort gives the same order).
+        let order =
+            |(a, ta): &(Scored, Turn), (b, tb): &(Scored, Turn)| b.score.total_cmp(&a.score).then(tb.cmp(ta)).then(b.post.cmp(&a.post));
+        scoring.sort_unstable_by(order);
+        zero.reverse();
+        if !zero.is_sorted_by(|a, b| order(a, b).is_le()) {
+            // Turns applied out of order: no run does that, a hand-made platform may.
+            zero.sort_unstable_by(order);
+        }
+        let sorted: Vec<Scored> = scoring.into_iter().chain(zero).map(|(s, _)| s).collect();
+        let ids_end = platform.posts().next_back().map_or(0, |p| p.id.0 as usize + 1);
+        let mut rank = vec![UNRANKED; ids_end];
+        sorted.iter().enumerate().for_each(|(i, s)| rank[s.post.0 as usize] = i as u32);
+        Some(DigestIndex { ranker, limit: settings.limit, drop_seen: settings.drop_seen, sorted, rank })
+    }
+
+    /// The place of `post` in the sorted candidates, if it is one.
+    fn place(&self, post: PostId) -> Option<usize> {
+        self.rank.get(post.0 as usize).filter(|r| **r != UNRANKED).map(|r| *r as usize)
     }
 
     pub fn len(&self) -> usize {
@@ -85,11 +107,11 @@ impl DigestIndex {
     /// The feed of `viewer`: what [`crate::feed::feed`] returns for it
     /// (unread posts, or the posts shown before once none is left).
     pub fn feed(&self, platform: &Platform, viewer: AgentId) -> Vec<Ranked> {
-        let mut excluded: Vec<usize> = self.by_author.get(&viewer).cloned().unwrap_or_default();
-        excluded.extend(platform.engaged_posts(viewer).filter_map(|p| self.rank.get(&p).copied()));
+        let mut excluded: Vec<usize> = platform.posts_by(viewer).filter_map(|p| self.place(p)).collect();
+        excluded.extend(platform.engaged_posts(viewer).filter_map(|p| self.place(p)));
         let mut unread = excluded.clone();
         if self.drop_seen {
-            unread.extend(platform.seen_posts(viewer).filter_map(|p| self.rank.get(&p).copied()));
+            unread.extend(platform.seen_posts(viewer).filter_map(|p| self.place(p)));
         }
         for mut excluded in [unread, excluded] {
             excluded.sort_unstable();
