@@ -9,6 +9,7 @@ mod cli;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    some_workers::process::without_huge_pages();
     let args = cli::Cli::parse();
     cli::init_tracing(args.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

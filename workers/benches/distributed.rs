@@ -25,6 +25,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As the `some` binary runs.
+    some_workers::process::without_huge_pages();
     let scale: Scale = std::env::var("SOME_BENCH_SCALE").unwrap_or_else(|_| "paper".into()).parse()?;
     let queue_url = std::env::var("SOME_BENCH_QUEUE").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     let target = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| "target".into());

@@ -28,6 +28,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As the `some` binary runs.
+    some_workers::process::without_huge_pages();
     let n: usize = std::env::var("SOME_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
     let dir = tempfile::tempdir()?;
     let (lake, queries) = common::lake_with_world(dir.path(), Scale::Small).await?;

@@ -81,6 +81,8 @@ fn env(name: &str, default: u32) -> u32 {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As the `some` binary runs.
+    some_workers::process::without_huge_pages();
     let agents = env("SOME_BENCH_AGENTS", 10_000);
     let turns = env("SOME_BENCH_TURNS", 168);
     let every = env("SOME_BENCH_EVERY", 24).max(1);

@@ -12,7 +12,8 @@
 //!   workers over the broker;
 //! - [`world`]: filling the lake with queries and worlds, checking it, and
 //!   reading it for the tools; [`mcp`] serves the tools over MCP;
-//! - [`access`]: who may call those servers and the served models.
+//! - [`access`]: who may call those servers and the served models;
+//! - [`process`]: settings of the process the binary and benchmarks share.
 //!
 //! The lifecycle of work:
 //! - [`runs`]: a run's record and results, running and judging its shards,
@@ -40,6 +41,7 @@ pub mod lake;
 pub mod llm;
 pub mod mcp;
 pub mod models;
+pub mod process;
 pub mod queue;
 pub mod runs;
 pub mod sim;
