@@ -6,7 +6,7 @@
 /// every page it touches first is zeroed 2 MiB at a time and resident
 /// memory holds whole huge pages that are mostly empty. On a simulated
 /// week of 10,000 agents (the `sim_week` benchmark) that was 9% of the CPU
-/// time, and turning them off made the week 6% faster at half the peak
+/// time, and turning them off made the week 7% faster at about half the peak
 /// resident memory. Call it first thing in `main`: it applies to the pages
 /// touched after it. Elsewhere than on Linux it does nothing.
 pub fn without_huge_pages() {
