@@ -84,6 +84,9 @@ impl Default for ClientSettings {
 
 struct Slot {
     endpoint: Endpoint,
+    /// Its two URLs, parsed once rather than on every call.
+    chat_url: reqwest::Url,
+    embeddings_url: reqwest::Url,
     window: Window,
     /// The endpoint answered a `response_format` with a refusal.
     refuses_schema: AtomicBool,
@@ -156,13 +159,22 @@ impl OpenAiClient {
         if endpoints.is_empty() {
             return Err(permanent("no endpoint given".into()));
         }
-        for e in &endpoints {
-            if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
-                return Err(ModelError::Permanent {
-                    endpoint: e.base_url.clone(),
-                    message: "expected an http:// or https:// base URL".into(),
-                });
+        let mut slots = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            let refused = |message: String| ModelError::Permanent { endpoint: endpoint.base_url.clone(), message };
+            if !(endpoint.base_url.starts_with("http://") || endpoint.base_url.starts_with("https://")) {
+                return Err(refused("expected an http:// or https:// base URL".into()));
             }
+            let url =
+                |path: &str| reqwest::Url::parse(&format!("{}{path}", endpoint.base_url)).map_err(|e| refused(format!("not a URL: {e}")));
+            let (chat_url, embeddings_url) = (url("/chat/completions")?, url("/embeddings")?);
+            slots.push(Slot {
+                endpoint,
+                chat_url,
+                embeddings_url,
+                window: Window::new(settings.concurrency, room.clone()),
+                refuses_schema: AtomicBool::new(false),
+            });
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -171,14 +183,7 @@ impl OpenAiClient {
             .map_err(|e| permanent(format!("http client: {e}")))?;
         Ok(OpenAiClient {
             model: model.to_string(),
-            slots: endpoints
-                .into_iter()
-                .map(|endpoint| Slot {
-                    endpoint,
-                    window: Window::new(settings.concurrency, room.clone()),
-                    refuses_schema: AtomicBool::new(false),
-                })
-                .collect(),
+            slots,
             http,
             permits: Semaphore::new(settings.concurrency.max(1)),
             room,
@@ -230,7 +235,7 @@ impl OpenAiClient {
     /// One POST with the pool, the permit, the timeout and the retries;
     /// the answer read, as the endpoint sent it, and the place the
     /// answering attempt had.
-    async fn post<A: Answer>(&self, path: &str, body: &Body<'_>) -> Result<(A, String, Place), ModelError> {
+    async fn post<A: Answer>(&self, body: &Body<'_>) -> Result<(A, String, Place), ModelError> {
         let _permit =
             self.permits.acquire().await.map_err(|e| ModelError::Permanent { endpoint: String::new(), message: e.to_string() })?;
         let backoff = ExponentialBuilder::default()
@@ -244,7 +249,7 @@ impl OpenAiClient {
             let waited_ms = waited.fetch_add(wait.as_millis() as u64, Ordering::Relaxed) + wait.as_millis() as u64;
             let window = slot.window.limit() as u32;
             let started = Instant::now();
-            let result = self.attempt(slot, path, body).await;
+            let result = self.attempt(slot, body).await;
             self.release(slot, ticket, &result, started.elapsed());
             result.map(|(answer, text)| (answer, text, Place { endpoint: slot.endpoint.base_url.clone(), window, waited_ms }))
         };
@@ -265,14 +270,18 @@ impl OpenAiClient {
 
     /// One attempt; without the body's `response_format` where the endpoint
     /// refuses it (found out here, on the first refusal).
-    async fn attempt<A: Answer>(&self, slot: &Slot, path: &str, body: &Body<'_>) -> Result<(A, String), Failure> {
+    async fn attempt<A: Answer>(&self, slot: &Slot, body: &Body<'_>) -> Result<(A, String), Failure> {
+        let url = match body {
+            Body::Chat(_) => &slot.chat_url,
+            Body::Embed(_) => &slot.embeddings_url,
+        };
         if !body.has_schema() {
-            return self.send(slot, path, body.to_json(true)).await;
+            return self.send(slot, url, body.to_json(true)).await;
         }
         if slot.refuses_schema.load(Ordering::Relaxed) {
-            return self.send(slot, path, body.to_json(false)).await;
+            return self.send(slot, url, body.to_json(false)).await;
         }
-        match self.send(slot, path, body.to_json(true)).await {
+        match self.send(slot, url, body.to_json(true)).await {
             Err(f) if f.refuses_schema() => {
                 if !slot.refuses_schema.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -281,14 +290,13 @@ impl OpenAiClient {
                         "the endpoint refuses response_format json_schema; asking it without a schema from now on"
                     );
                 }
-                self.send(slot, path, body.to_json(false)).await
+                self.send(slot, url, body.to_json(false)).await
             }
             other => other,
         }
     }
 
-    async fn send<A: Answer>(&self, slot: &Slot, path: &str, body: Vec<u8>) -> Result<(A, String), Failure> {
-        let url = format!("{}{path}", slot.endpoint.base_url);
+    async fn send<A: Answer>(&self, slot: &Slot, url: &reqwest::Url, body: Vec<u8>) -> Result<(A, String), Failure> {
         let fail = |transient: bool, retry_after: Option<Duration>, message: String| Failure {
             status: None,
             transient,
@@ -297,7 +305,7 @@ impl OpenAiClient {
             message,
         };
         let mut request =
-            self.http.post(&url).timeout(self.settings.timeout).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
+            self.http.post(url.clone()).timeout(self.settings.timeout).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
         if let Some(key) = &slot.endpoint.api_key {
             request = request.bearer_auth(key);
         }
@@ -581,7 +589,7 @@ impl ChatModel for OpenAiClient {
                 answer
             }
             None => {
-                let (answer, text, at) = self.post("/chat/completions", &body).await?;
+                let (answer, text, at) = self.post(&body).await?;
                 place = Some(at);
                 if let Some(path) = &cached {
                     if let Some(dir) = path.parent() {
@@ -639,7 +647,7 @@ impl Embedder for OpenAiEmbedder {
         let input: Vec<String> =
             texts.iter().map(|t| if purpose == Purpose::Query { format!("{}{t}", self.query_prefix) } else { t.clone() }).collect();
         let body = Body::Embed(EmbedBody { model: &self.client.model, input });
-        let (answer, _, _) = self.client.post::<EmbedAnswer>("/embeddings", &body).await.map_err(|e| err(e.to_string()))?;
+        let (answer, _, _) = self.client.post::<EmbedAnswer>(&body).await.map_err(|e| err(e.to_string()))?;
         let data = answer.data.ok_or_else(|| err("the answer has no data".into()))?;
         let mut out = vec![Vec::new(); texts.len()];
         for (i, item) in data.into_iter().enumerate() {

@@ -158,3 +158,13 @@ fn answers_read_whatever_fields_an_endpoint_leaves_out_or_adds() {
     assert_eq!((read.usage, read.finish_reason.as_deref()), (Usage::default(), Some("tool_calls")));
     assert_eq!(read_chat(serde_json::from_value(json!({"choices": []})).unwrap()).unwrap_err(), "the answer has no choices");
 }
+
+#[test]
+fn an_endpoint_that_is_not_a_url_is_refused_when_the_client_is_made() {
+    let refused = |base: &str| match OpenAiClient::new("m", vec![Endpoint::new(base)], ClientSettings::default()) {
+        Err(ModelError::Permanent { endpoint, message }) => format!("{endpoint}: {message}"),
+        other => panic!("{base}: expected a refusal, got {:?}", other.map(|_| ())),
+    };
+    assert_eq!(refused("ftp://host/v1"), "ftp://host/v1: expected an http:// or https:// base URL");
+    assert!(refused("http://[::1/v1").starts_with("http://[::1/v1: not a URL: "), "{}", refused("http://[::1/v1"));
+}

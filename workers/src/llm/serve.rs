@@ -17,10 +17,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, NativeCallRecord, Role};
 use some_jobs::embed::{Embedder, Purpose};
@@ -39,8 +41,8 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// A 404 unless the request names `served` or no model at all.
-fn refusal(body: &Value, served: &str) -> Option<Response> {
-    match body.get("model").and_then(Value::as_str) {
+fn refusal(asked: Option<&str>, served: &str) -> Option<Response> {
+    match asked {
         Some(asked) if asked != served => Some(
             (
                 StatusCode::NOT_FOUND,
@@ -58,8 +60,8 @@ fn refusal(body: &Value, served: &str) -> Option<Response> {
 
 /// Reads OpenAI's `response_format`: a `json_schema` one is the reply's
 /// schema; `text` (or none) is no schema.
-fn response_format(body: &Value) -> std::result::Result<Option<JsonSchema>, String> {
-    let Some(format) = body.get("response_format").filter(|f| !f.is_null()) else { return Ok(None) };
+fn response_format(format: Option<&Value>) -> std::result::Result<Option<JsonSchema>, String> {
+    let Some(format) = format.filter(|f| !f.is_null()) else { return Ok(None) };
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
         Some("json_schema") => {
@@ -72,64 +74,174 @@ fn response_format(body: &Value) -> std::result::Result<Option<JsonSchema>, Stri
     }
 }
 
-/// Reads an OpenAI chat request body.
-pub fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, String> {
-    let messages = body.get("messages").and_then(Value::as_array).ok_or("\"messages\" must be a list")?;
-    let messages = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let role = match m.get("role").and_then(Value::as_str) {
-                Some("system" | "developer") => Role::System,
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                Some("tool") => Role::Tool,
-                other => return Err(format!("messages[{i}]: unknown role {other:?}")),
-            };
-            let content = match m.get("content") {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Array(parts)) => {
-                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
-                }
-                _ => String::new(),
-            };
-            let tool_calls = m
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .map(|calls| {
-                    calls
-                        .iter()
-                        .map(|c| NativeCallRecord {
-                            id: c.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                            name: c["function"].get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                            arguments: match c["function"].get("arguments") {
-                                Some(Value::String(s)) => s.clone(),
-                                Some(v) => v.to_string(),
-                                None => "{}".into(),
-                            },
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let tool_call_id = m.get("tool_call_id").and_then(Value::as_str).map(str::to_string);
-            Ok(Message { role, content, tool_calls, tool_call_id })
-        })
-        .collect::<std::result::Result<Vec<_>, String>>()?;
-    Ok(ChatRequest {
-        messages,
-        tools: body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
-        temperature: body.get("temperature").and_then(Value::as_f64).map(|t| t as f32),
-        seed: body.get("seed").and_then(Value::as_u64),
-        max_tokens: body.get("max_tokens").or_else(|| body.get("max_completion_tokens")).and_then(Value::as_u64).map(|m| m as u32),
-        response_format: response_format(body)?,
-    })
+/// An OpenAI chat request body as sent. Read straight into these fields
+/// (a request is a few kilobytes of prompt on every call: no `Value` tree
+/// of the body, and the texts are moved, not copied); fields a client may
+/// send in more than one shape stay `Value`s, read leniently by
+/// [`ChatCall::into_request`].
+#[derive(Debug, Deserialize)]
+pub struct ChatCall {
+    #[serde(default)]
+    model: Option<Value>,
+    messages: Vec<CallMessage>,
+    #[serde(default)]
+    tools: Option<Value>,
+    #[serde(default)]
+    temperature: Option<Value>,
+    #[serde(default)]
+    seed: Option<Value>,
+    #[serde(default)]
+    max_tokens: Option<Value>,
+    #[serde(default)]
+    max_completion_tokens: Option<Value>,
+    #[serde(default)]
+    response_format: Option<Value>,
+    #[serde(default)]
+    stream: Option<Value>,
+    #[serde(default)]
+    stream_options: Option<Value>,
 }
 
-async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Response {
-    if let Some(refused) = refusal(&body, served.chat.name()) {
+#[derive(Debug, Deserialize)]
+struct CallMessage {
+    #[serde(default)]
+    role: Option<Value>,
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Option<Value>,
+    #[serde(default)]
+    tool_call_id: Option<Value>,
+}
+
+impl ChatCall {
+    /// Reads a request body; one that is not a chat request is refused
+    /// with what is wrong with it.
+    pub fn read(body: &[u8]) -> std::result::Result<ChatCall, String> {
+        serde_json::from_slice(body).map_err(|typed| {
+            let Ok(value) = serde_json::from_slice::<Value>(body) else { return format!("the body is not JSON: {typed}") };
+            let Some(messages) = value.get("messages").and_then(Value::as_array) else { return "\"messages\" must be a list".into() };
+            match messages.iter().position(|m| !m.is_object()) {
+                Some(i) => format!("messages[{i}] must be an object"),
+                None => format!("the body is not a chat request: {typed}"),
+            }
+        })
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_ref().and_then(Value::as_str)
+    }
+
+    fn streamed(&self) -> bool {
+        self.stream.as_ref().and_then(Value::as_bool) == Some(true)
+    }
+
+    fn usage_streamed(&self) -> bool {
+        self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The request; fields of an unexpected type are taken as not given.
+    pub fn into_request(self) -> std::result::Result<ChatRequest, String> {
+        let response_format = response_format(self.response_format.as_ref())?;
+        let messages = self.messages.into_iter().enumerate().map(|(i, m)| m.into_message(i)).collect::<std::result::Result<_, _>>()?;
+        let number = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64);
+        Ok(ChatRequest {
+            messages,
+            tools: match self.tools {
+                Some(Value::Array(tools)) => tools,
+                _ => Vec::new(),
+            },
+            temperature: self.temperature.as_ref().and_then(Value::as_f64).map(|t| t as f32),
+            seed: number(&self.seed),
+            max_tokens: number(&self.max_tokens).or(number(&self.max_completion_tokens)).map(|m| m as u32),
+            response_format,
+        })
+    }
+}
+
+impl CallMessage {
+    fn into_message(self, i: usize) -> std::result::Result<Message, String> {
+        let role = match self.role.as_ref().and_then(Value::as_str) {
+            Some("system" | "developer") => Role::System,
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => Role::Tool,
+            other => return Err(format!("messages[{i}]: unknown role {other:?}")),
+        };
+        let content = match self.content {
+            Some(Value::String(s)) => s,
+            Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
+            _ => String::new(),
+        };
+        let tool_calls = match &self.tool_calls {
+            Some(Value::Array(calls)) => calls
+                .iter()
+                .map(|c| NativeCallRecord {
+                    id: c.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    name: c["function"].get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    arguments: match c["function"].get("arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(v) => v.to_string(),
+                        None => "{}".into(),
+                    },
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let tool_call_id = self.tool_call_id.as_ref().and_then(Value::as_str).map(str::to_string);
+        Ok(Message { role, content, tool_calls, tool_call_id })
+    }
+}
+
+/// A chat completion as OpenAI sends it (not streamed).
+#[derive(Serialize)]
+struct Completion<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: [CompletionChoice<'a>; 1],
+    usage: CompletionUsage,
+}
+
+#[derive(Serialize)]
+struct CompletionChoice<'a> {
+    index: u32,
+    message: CompletionMessage<'a>,
+    finish_reason: &'a str,
+}
+
+#[derive(Serialize)]
+struct CompletionMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    tool_calls: &'a [Value],
+}
+
+#[derive(Serialize)]
+struct CompletionUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: CachedTokens,
+}
+
+#[derive(Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+async fn chat(State(served): State<Arc<Served>>, body: Bytes) -> Response {
+    let call = match ChatCall::read(&body) {
+        Ok(call) => call,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    if let Some(refused) = refusal(call.model(), served.chat.name()) {
         return refused;
     }
-    let request = match parse_chat_request(&body) {
+    let (streamed, usage_streamed) = (call.streamed(), call.usage_streamed());
+    let request = match call.into_request() {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
@@ -147,14 +259,13 @@ async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Res
     // OpenAI clients read a finished choice by its reason: "stop" unless the
     // model said otherwise.
     let finish_reason = r.finish_reason.clone().unwrap_or_else(|| if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
-    let usage = json!({
-        "prompt_tokens": r.usage.prompt_tokens,
-        "completion_tokens": r.usage.completion_tokens,
-        "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": r.usage.cached_tokens},
-    });
-    if body.get("stream").and_then(Value::as_bool) == Some(true) {
-        let include_usage = body["stream_options"].get("include_usage").and_then(Value::as_bool) == Some(true);
+    let usage = CompletionUsage {
+        prompt_tokens: r.usage.prompt_tokens,
+        completion_tokens: r.usage.completion_tokens,
+        total_tokens: r.usage.prompt_tokens + r.usage.completion_tokens,
+        prompt_tokens_details: CachedTokens { cached_tokens: r.usage.cached_tokens },
+    };
+    if streamed {
         let chunk =
             |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": r.model, "choices": choices});
         let mut events = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))];
@@ -175,9 +286,9 @@ async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Res
             events.push(chunk(json!([{"index": 0, "delta": {"tool_calls": indexed}, "finish_reason": null}])));
         }
         events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}])));
-        if include_usage {
+        if usage_streamed {
             let mut last = chunk(json!([]));
-            last["usage"] = usage;
+            last["usage"] = json!(usage);
             events.push(last);
         }
         let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
@@ -185,26 +296,24 @@ async fn chat(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Res
         return ([(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")], text)
             .into_response();
     }
-    let mut message = json!({"role": "assistant", "content": r.content});
-    if !tool_calls.is_empty() {
-        message["tool_calls"] = Value::Array(tool_calls);
-    }
-    Json(json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": r.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": usage,
-    }))
-    .into_response()
+    let message = CompletionMessage { role: "assistant", content: &r.content, tool_calls: &tool_calls };
+    let completion = Completion {
+        id: &id,
+        object: "chat.completion",
+        created,
+        model: &r.model,
+        choices: [CompletionChoice { index: 0, message, finish_reason: &finish_reason }],
+        usage,
+    };
+    let body = serde_json::to_vec(&completion).expect("a completion is plain data");
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn embeddings(State(served): State<Arc<Served>>, Json(body): Json<Value>) -> Response {
     let Some(embedder) = &served.embedder else {
         return error(StatusCode::NOT_FOUND, "this server has no embedding model");
     };
-    if let Some(refused) = refusal(&body, embedder.model()) {
+    if let Some(refused) = refusal(body.get("model").and_then(Value::as_str), embedder.model()) {
         return refused;
     }
     let input: Vec<String> = match body.get("input") {
@@ -263,6 +372,10 @@ pub async fn serve(
 mod tests {
     use super::*;
 
+    fn parse_chat_request(body: &Value) -> std::result::Result<ChatRequest, String> {
+        ChatCall::read(&serde_json::to_vec(body).unwrap())?.into_request()
+    }
+
     #[test]
     fn openai_requests_are_read() {
         let body = json!({
@@ -281,6 +394,21 @@ mod tests {
         assert_eq!(r.messages[2].tool_call_id.as_deref(), Some("c1"));
         assert_eq!(r.messages[3].content, "hi");
         assert_eq!(parse_chat_request(&json!({"messages": [{"role": "robot"}]})).unwrap_err(), "messages[0]: unknown role Some(\"robot\")");
+        // A null max_tokens is none given: the newer field is read.
+        let newer = json!({"messages": [], "max_tokens": null, "max_completion_tokens": 9});
+        assert_eq!(parse_chat_request(&newer).unwrap().max_tokens, Some(9));
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_chat_request_is_named() {
+        assert!(ChatCall::read(b"{\"messages\": [").unwrap_err().starts_with("the body is not JSON: "));
+        assert_eq!(parse_chat_request(&json!({"model": "m"})).unwrap_err(), "\"messages\" must be a list");
+        assert_eq!(parse_chat_request(&json!([1])).unwrap_err(), "\"messages\" must be a list");
+        assert_eq!(parse_chat_request(&json!({"messages": [{"role": "user"}, "hi"]})).unwrap_err(), "messages[1] must be an object");
+        // Fields of another type are not given, as before.
+        let odd = json!({"messages": [{"role": "user", "content": 3}], "temperature": "hot", "tools": {}, "seed": -1});
+        let r = parse_chat_request(&odd).unwrap();
+        assert_eq!((r.messages[0].content.as_str(), r.temperature, r.seed, r.tools.len()), ("", None, None, 0));
     }
 
     #[test]
