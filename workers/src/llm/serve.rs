@@ -60,15 +60,16 @@ fn refusal(asked: Option<&str>, served: &str) -> Option<Response> {
 
 /// Reads OpenAI's `response_format`: a `json_schema` one is the reply's
 /// schema; `text` (or none) is no schema.
-fn response_format(format: Option<&Value>) -> std::result::Result<Option<JsonSchema>, String> {
-    let Some(format) = format.filter(|f| !f.is_null()) else { return Ok(None) };
+fn response_format(format: Option<Value>) -> std::result::Result<Option<JsonSchema>, String> {
+    let Some(mut format) = format.filter(|f| !f.is_null()) else { return Ok(None) };
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
         Some("json_schema") => {
-            let spec = &format["json_schema"];
-            let schema = spec.get("schema").filter(|s| s.is_object()).ok_or("response_format.json_schema.schema must be an object")?;
-            let name = spec.get("name").and_then(Value::as_str).unwrap_or("reply");
-            Ok(Some(JsonSchema::new(name, schema.clone())))
+            // Taken out, not copied: a schema is a tree of maps, sent on every call.
+            let spec = &mut format["json_schema"];
+            let name = spec.get("name").and_then(Value::as_str).unwrap_or("reply").to_string();
+            let schema = spec.get_mut("schema").filter(|s| s.is_object()).ok_or("response_format.json_schema.schema must be an object")?;
+            Ok(Some(JsonSchema { name, schema: schema.take() }))
         }
         other => Err(format!("response_format of type {other:?} is not supported; use \"json_schema\" with a schema")),
     }
@@ -142,7 +143,7 @@ impl ChatCall {
 
     /// The request; fields of an unexpected type are taken as not given.
     pub fn into_request(self) -> std::result::Result<ChatRequest, String> {
-        let response_format = response_format(self.response_format.as_ref())?;
+        let response_format = response_format(self.response_format)?;
         let messages = self.messages.into_iter().enumerate().map(|(i, m)| m.into_message(i)).collect::<std::result::Result<_, _>>()?;
         let number = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64);
         Ok(ChatRequest {

@@ -16,6 +16,7 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::decide::{Decision, FeedPost};
@@ -55,13 +56,46 @@ pub fn json_schema(n: usize) -> Value {
 }
 
 pub fn prompt(persona: &str, feed: &[FeedPost], (likes, reblogs, comments): (usize, usize, usize)) -> String {
-    let posts: Vec<String> = feed.iter().enumerate().map(|(i, p)| format!("{}. By user {}: {}", i + 1, p.author, p.content)).collect();
-    PROMPT
-        .replace("{likes}", &likes.to_string())
-        .replace("{reblogs}", &reblogs.to_string())
-        .replace("{comments}", &comments.to_string())
-        .replace("{posts}", &posts.join("\n"))
-        .replace("{persona}", persona)
+    use std::fmt::Write;
+    let mut posts = String::with_capacity(feed.iter().map(|p| p.content.len() + 24).sum());
+    for (i, p) in feed.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "\n" };
+        write!(posts, "{sep}{}. By user {}: {}", i + 1, p.author, p.content).expect("writing to a String cannot fail");
+    }
+    fill(
+        PROMPT,
+        &[
+            ("{likes}", &likes.to_string()),
+            ("{reblogs}", &reblogs.to_string()),
+            ("{comments}", &comments.to_string()),
+            ("{posts}", &posts),
+            ("{persona}", persona),
+        ],
+    )
+}
+
+/// `template` with each placeholder replaced by its value, in one pass: a
+/// value is never read for placeholders (a post that says "{persona}"
+/// stays as written).
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match values.iter().find(|(key, _)| rest.starts_with(key)) {
+            Some((key, value)) => {
+                out.push_str(value);
+                rest = &rest[key.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn line() -> &'static Regex {
@@ -77,38 +111,124 @@ fn post_number(k: usize, n: usize) -> Result<usize, ReplyError> {
     })
 }
 
+/// One entry of a `{"reactions": [...]}` reply, its fields as sent
+/// (`Null` when left out); other fields are ignored.
+#[derive(Default)]
+struct Reaction {
+    post: Value,
+    like: Value,
+    reblog: Value,
+    comment: Value,
+}
+
+/// Only from an object: serde's derive would also take a list of the
+/// fields in order, which the reply's form does not allow.
+impl<'de> Deserialize<'de> for Reaction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Reaction;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Reaction, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(field_identifier, rename_all = "lowercase")]
+                enum Field {
+                    Post,
+                    Like,
+                    Reblog,
+                    Comment,
+                    #[serde(other)]
+                    Other,
+                }
+                let mut r = Reaction::default();
+                while let Some(key) = map.next_key::<Field>()? {
+                    let field = match key {
+                        Field::Post => &mut r.post,
+                        Field::Like => &mut r.like,
+                        Field::Reblog => &mut r.reblog,
+                        Field::Comment => &mut r.comment,
+                        Field::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *field = map.next_value()?;
+                }
+                Ok(r)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// The reply as structured output sends it; read first, since a tree of
+/// the whole reply costs a map per entry.
+#[derive(Deserialize)]
+struct Reactions {
+    reactions: Vec<Reaction>,
+}
+
 /// The decisions of a `{"reactions": [...]}` reply, if the reply is one.
 /// A flag or comment left out is not done.
 fn from_json(body: &str, n: usize) -> Option<Result<Vec<Decision>, ReplyError>> {
+    // (A derived struct would also read from a list: only an object is one.)
+    if body.starts_with('{')
+        && let Ok(reply) = serde_json::from_str::<Reactions>(body)
+    {
+        return Some(decisions(&reply.reactions, n));
+    }
+    // Not that shape: read it whole to say what is wrong, or that it is no
+    // JSON object at all.
     let Ok(Value::Object(o)) = serde_json::from_str::<Value>(body) else { return None };
-    let bad = |field: &str, cause: String| ReplyError::BadValue { what: WHAT, field: field.into(), cause };
-    let read = || -> Result<Vec<Decision>, ReplyError> {
-        let items = match o.get("reactions") {
-            Some(Value::Array(items)) => items,
-            Some(v) => return Err(bad("reactions", format!("is {}, not a list", some_jobs::json::type_name(v)))),
-            None => return Err(ReplyError::MissingField { what: WHAT, field: "reactions".into() }),
-        };
-        let mut out = vec![Decision { like: false, reblog: false, comment: None }; n];
-        for item in items {
-            let Value::Object(r) = item else { return Err(bad("reactions", format!("holds {item}, not an object"))) };
-            let k = r.get("post").and_then(Value::as_u64).ok_or_else(|| bad("post", format!("missing or not a number in {item}")))?;
-            let d = &mut out[post_number(usize::try_from(k).unwrap_or(usize::MAX), n)?];
-            let flag = |key: &str| match r.get(key) {
-                None | Some(Value::Null) => Ok(false),
-                Some(Value::Bool(b)) => Ok(*b),
-                Some(v) => Err(bad(key, format!("is {}, not true or false", some_jobs::json::type_name(v)))),
-            };
-            d.like |= flag("like")?;
-            d.reblog |= flag("reblog")?;
-            match r.get("comment") {
-                None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-                Some(Value::String(s)) => d.comment = crate::agent::decide::comment_value(s).or(d.comment.take()),
-                Some(v) => return Err(bad("comment", format!("is {}, not text", some_jobs::json::type_name(v)))),
-            }
-        }
-        Ok(out)
+    let items = match o.get("reactions") {
+        Some(Value::Array(items)) => items,
+        Some(v) => return Some(Err(bad("reactions", format!("is {}, not a list", some_jobs::json::type_name(v))))),
+        None => return Some(Err(ReplyError::MissingField { what: WHAT, field: "reactions".into() })),
     };
-    Some(read())
+    let reactions: Result<Vec<Reaction>, ReplyError> = items
+        .iter()
+        .map(|item| match item {
+            Value::Object(_) => Reaction::deserialize(item).map_err(|e| bad("reactions", format!("holds {item}: {e}"))),
+            _ => Err(bad("reactions", format!("holds {item}, not an object"))),
+        })
+        .collect();
+    Some(reactions.and_then(|r| decisions(&r, n)))
+}
+
+fn bad(field: &str, cause: String) -> ReplyError {
+    ReplyError::BadValue { what: WHAT, field: field.into(), cause }
+}
+
+/// The decisions the entries of a reply make.
+fn decisions(reactions: &[Reaction], n: usize) -> Result<Vec<Decision>, ReplyError> {
+    let mut out = vec![Decision { like: false, reblog: false, comment: None }; n];
+    for r in reactions {
+        let k = r.post.as_u64().ok_or_else(|| bad("post", format!("missing or not a number in {}", r.shown())))?;
+        let d = &mut out[post_number(usize::try_from(k).unwrap_or(usize::MAX), n)?];
+        let flag = |key: &str, v: &Value| match v {
+            Value::Null => Ok(false),
+            Value::Bool(b) => Ok(*b),
+            v => Err(bad(key, format!("is {}, not true or false", some_jobs::json::type_name(v)))),
+        };
+        d.like |= flag("like", &r.like)?;
+        d.reblog |= flag("reblog", &r.reblog)?;
+        match &r.comment {
+            Value::Null | Value::Bool(false) => {}
+            Value::String(s) => d.comment = crate::agent::decide::comment_value(s).or(d.comment.take()),
+            v => return Err(bad("comment", format!("is {}, not text", some_jobs::json::type_name(v)))),
+        }
+    }
+    Ok(out)
+}
+
+impl Reaction {
+    /// The entry's fields that were given, for errors.
+    fn shown(&self) -> Value {
+        let given = [("post", &self.post), ("like", &self.like), ("reblog", &self.reblog), ("comment", &self.comment)];
+        Value::Object(given.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.to_string(), v.clone())).collect())
+    }
 }
 
 /// One decision per post of a feed of `n` posts.
@@ -187,9 +307,30 @@ mod tests {
                 .contains("\"like\" is a string, not true or false")
         );
         assert!(matches!(parse(r#"{"liked": [1]}"#, 3), Err(ReplyError::MissingField { .. })));
+        // An entry must be an object, and only the fields given are named.
+        assert_eq!(
+            parse(r#"{"reactions": [[1, true, false, ""]]}"#, 3).unwrap_err().to_string(),
+            "feed decision reply: field \"reactions\" holds [1,true,false,\"\"], not an object"
+        );
+        assert_eq!(
+            parse(r#"{"reactions": [{"like": true, "why": "fun"}]}"#, 3).unwrap_err().to_string(),
+            "feed decision reply: field \"post\" missing or not a number in {\"like\":true}"
+        );
+        assert_eq!(
+            parse(r#"{"reactions": null}"#, 3).unwrap_err().to_string(),
+            "feed decision reply: field \"reactions\" is null, not a list"
+        );
+        // Fields not asked for are passed over; a repeated one counts as last given.
+        let d = parse(r#"{"reactions": [{"post": 2, "like": false, "mood": {"x": [1]}, "like": true}], "note": "ok"}"#, 2).unwrap();
+        assert_eq!(d[1], Decision { like: true, reblog: false, comment: None });
         let feed = [FeedPost { id: PostId(1), author: AgentId(7), content: "Hi".into() }];
         let p = prompt("me", &feed, (1, 0, 2));
         assert!(p.contains("you like at most 1, reblog at most 0 and comment on at most 2") && p.contains("Posts:\n1. By user 7: Hi\n"));
+        // Placeholders are the template's only: a post's text is kept as written.
+        let two = [feed[0].clone(), FeedPost { id: PostId(2), author: AgentId(8), content: "Who is {persona}? {likes}".into() }];
+        let p = prompt("me", &two, (1, 0, 2));
+        assert!(p.contains("Posts:\n1. By user 7: Hi\n2. By user 8: Who is {persona}? {likes}\n\nWho you are:\nme"), "{p}");
+        assert!(p.contains(r#"{"reactions": [{"post": 1,"#) && !p.contains("{posts}"));
         let schema = &question("me", &feed, (1, 0, 2)).schema.unwrap().schema;
         assert_eq!(schema["properties"]["reactions"]["minItems"], 1);
         assert_eq!(schema["properties"]["reactions"]["items"]["properties"]["post"]["enum"], serde_json::json!([1]));
