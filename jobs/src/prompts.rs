@@ -164,9 +164,46 @@ pub fn export(dir: &Path) -> Result<usize, InputError> {
     Ok(files.len())
 }
 
+/// `template` with each placeholder (a key with its braces, `"{persona}"`)
+/// replaced by its value, in one pass, as Python's `str.format` does: a
+/// value is never searched for placeholders, so a post that says
+/// "{persona}" stays as written, where chained `replace` calls would write
+/// the persona into it. A brace that starts no given key is kept.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match values.iter().find(|(key, _)| rest.starts_with(key)) {
+            Some((key, value)) => {
+                out.push_str(value);
+                rest = &rest[key.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_reads_the_template_once_and_never_a_value() {
+        let values = [("{post}", "says {posts} and {persona}"), ("{posts}", "P"), ("{persona}", "a baker")];
+        assert_eq!(
+            fill("{persona}: {post} / {posts} / {post} / {unknown} {", &values),
+            "a baker: says {posts} and {persona} / P / says {posts} and {persona} / {unknown} {"
+        );
+        assert_eq!(fill("no placeholders", &values), "no placeholders");
+        assert_eq!(fill("{persona}", &[]), "{persona}");
+    }
 
     #[test]
     fn an_exported_set_loads_back_and_a_partial_set_replaces_only_its_files() {

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
+use some_jobs::prompts::fill;
 use some_jobs::tools::{BackendError, KernelService};
 use some_schemas::{QueryRow, Task, Timestamp};
 
@@ -153,11 +154,10 @@ pub async fn detect(
             .enumerate()
             .map(|(n, &i)| format!("{}. [{}] {}", n + 1, posts[i].at.naive().format("%H:%M"), one_line(&posts[i].text, 200)))
             .collect();
-        let prompt = PROMPT
-            .replace("{day}", day)
-            .replace("{location}", location)
-            .replace("{count}", &members.len().to_string())
-            .replace("{posts}", &shown.join("\n"));
+        let prompt = fill(
+            PROMPT,
+            &[("{day}", day), ("{location}", location), ("{count}", &members.len().to_string()), ("{posts}", &shown.join("\n"))],
+        );
         match ask(model, &prompt, settings.seed, &mut out.usage).await? {
             Reply::NotEvent => out.not_events += 1,
             Reply::Unreadable(text) => out.unreadable.push(text),

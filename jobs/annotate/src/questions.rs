@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
+use some_jobs::prompts::fill;
 
 use crate::{Call, numbered, reply_object};
 
@@ -164,12 +165,16 @@ pub async fn generate(
     };
     for (i, source) in sources.iter().enumerate() {
         let block = numbered(&source.posts, settings.shown);
-        let prompt = GENERATE
-            .replace("{subject}", &source.subject.described())
-            .replace("{count}", &source.posts.len().min(settings.shown).to_string())
-            .replace("{posts}", &block)
-            .replace("{n}", &settings.per_subject.to_string())
-            .replace("{prefix}", &source.subject.prefix());
+        let prompt = fill(
+            GENERATE,
+            &[
+                ("{subject}", &source.subject.described()),
+                ("{count}", &source.posts.len().min(settings.shown).to_string()),
+                ("{posts}", &block),
+                ("{n}", &settings.per_subject.to_string()),
+                ("{prefix}", &source.subject.prefix()),
+            ],
+        );
         let made = ask_json(model, prompt, schema.clone(), settings.seed, 400, usage).await?;
         let Some(list) = made.as_ref().and_then(|o| o.get("pairs")).and_then(Value::as_array) else {
             unusable.unreadable += 1;
@@ -188,13 +193,13 @@ pub async fn generate(
             if pairs.iter().any(|p: &Pair| p.question == question) {
                 continue;
             }
-            let specific = SPECIFIC.replace("{posts}", &block).replace("{question}", &question);
+            let specific = fill(SPECIFIC, &[("{posts}", &block), ("{question}", &question)]);
             let verdict = if ask_bool(model, specific, "specific", settings.seed, usage).await? != Some(true) {
                 Verdict::Vague
             } else {
                 let call = Call { schema: None, temperature: 0.0, seed: settings.seed, max_tokens: 60 };
                 let blind = call.ask(model, NO_DATA.replace("{question}", &question), usage).await?.trim().to_string();
-                let same = SAME.replace("{question}", &question).replace("{first}", &answer).replace("{second}", &blind);
+                let same = fill(SAME, &[("{question}", &question), ("{first}", &answer), ("{second}", &blind)]);
                 if ask_bool(model, same, "same", settings.seed, usage).await? == Some(true) {
                     Verdict::NeedsNoData(blind)
                 } else {
@@ -250,10 +255,8 @@ pub async fn check_supported(
 ) -> Result<Vec<Option<bool>>, ModelError> {
     let mut out = Vec::new();
     for p in pairs {
-        let prompt = SUPPORTED
-            .replace("{posts}", &numbered(&sources[p.source].posts, settings.shown))
-            .replace("{question}", &p.question)
-            .replace("{answer}", &p.answer);
+        let posts = numbered(&sources[p.source].posts, settings.shown);
+        let prompt = fill(SUPPORTED, &[("{posts}", &posts), ("{question}", &p.question), ("{answer}", &p.answer)]);
         out.push(ask_bool(judge, prompt, "supported", settings.seed, usage).await?);
     }
     Ok(out)

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use some_jobs::chat::{ChatModel, ModelError, Usage};
 use some_jobs::progress::Progress;
+use some_jobs::prompts::fill;
 
 use crate::{Call, numbered, reply_object};
 
@@ -111,16 +112,15 @@ pub async fn summarise(
     let mut out = Vec::new();
     for topic in topics {
         let block = numbered(&topic.posts, settings.shown);
-        let fill = |template: &str| {
-            template
-                .replace("{topic}", &topic.name)
-                .replace("{count}", &topic.posts.len().min(settings.shown).to_string())
-                .replace("{posts}", &block)
+        let count = topic.posts.len().min(settings.shown).to_string();
+        let prompt = |template: &str, more: &[(&str, &str)]| {
+            let topic = [("{topic}", topic.name.as_str()), ("{count}", &count), ("{posts}", &block)];
+            fill(template, &[&topic[..], more].concat())
         };
-        let mut draft = ask(model, fill(DRAFT), None, settings, usage).await?;
+        let mut draft = ask(model, prompt(DRAFT, &[]), None, settings, usage).await?;
         let mut rounds = Vec::new();
         for _ in 0..settings.rounds {
-            let reply = ask(model, fill(CHECK).replace("{draft}", &draft), Some(schema.clone()), settings, usage).await?;
+            let reply = ask(model, prompt(CHECK, &[("{draft}", &draft)]), Some(schema.clone()), settings, usage).await?;
             let Some((inaccuracies, missing)) = read_check(&reply) else {
                 rounds.push(Round { draft: draft.clone(), inaccuracies: None, missing: None, stopped: None });
                 break;
@@ -133,9 +133,8 @@ pub async fn summarise(
                 rounds.push(round);
                 break;
             }
-            let revised =
-                ask(model, fill(REVISE).replace("{draft}", &draft).replace("{problems}", &problems.join("\n")), None, settings, usage)
-                    .await?;
+            let revise = prompt(REVISE, &[("{draft}", &draft), ("{problems}", &problems.join("\n"))]);
+            let revised = ask(model, revise, None, settings, usage).await?;
             round.stopped = if revised.is_empty() || revised == draft {
                 Some("the revision changed nothing".into())
             } else if revised.contains(PROMPT_ECHO) {

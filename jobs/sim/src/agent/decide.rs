@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use some_jobs::chat::JsonSchema;
+use some_jobs::prompts::fill;
 
 use crate::error::{Question, ReplyError, json_body};
 use crate::platform::ids::{AgentId, PostId};
@@ -44,7 +45,7 @@ pub struct Decision {
 }
 
 pub fn decide_prompt(persona: &str, author: &str, post: &str) -> String {
-    DECIDE.replace("{persona}", persona).replace("{author}", author).replace("{post}", post)
+    fill(DECIDE, &[("{persona}", persona), ("{author}", author), ("{post}", post)])
 }
 
 /// A comment's length limit in the schemas, so a constrained model cannot
@@ -80,12 +81,12 @@ pub fn topics_prompt<S: AsRef<str>>(persona: &str, count: u32, recent: &[S]) -> 
     } else {
         recent.iter().map(|p| format!("- {}", crate::error::excerpt(p.as_ref(), 160))).collect::<Vec<_>>().join("\n")
     };
-    TOPICS.replace("{persona}", persona).replace("{count}", &count.to_string()).replace("{recent}", &recent)
+    fill(TOPICS, &[("{persona}", persona), ("{count}", &count.to_string()), ("{recent}", &recent)])
 }
 
 pub fn post_prompt(persona: &str, topic: &str, knowledge: &[String]) -> String {
     let template = if knowledge.is_empty() { POST } else { POST_KNOWLEDGE };
-    template.replace("{persona}", persona).replace("{topic}", topic).replace("{knowledge}", &knowledge.join("\n"))
+    fill(template, &[("{persona}", persona), ("{topic}", topic), ("{knowledge}", &knowledge.join("\n"))])
 }
 
 fn yes_no(value: &str) -> Option<bool> {
@@ -217,6 +218,13 @@ mod tests {
 
     fn d(like: bool, reblog: bool, comment: Option<&str>) -> Decision {
         Decision { like, reblog, comment: comment.map(Into::into) }
+    }
+
+    #[test]
+    fn a_persona_or_post_that_names_a_placeholder_is_kept_as_written() {
+        let prompt = decide_prompt("I quote {post} and {author} for fun", "u7", "my {persona} post");
+        assert!(prompt.contains("Post by user u7:\nmy {persona} post\n"), "{prompt}");
+        assert!(prompt.contains("Who you are:\nI quote {post} and {author} for fun"), "{prompt}");
     }
 
     #[test]

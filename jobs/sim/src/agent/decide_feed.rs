@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::agent::decide::{Decision, FeedPost};
 use crate::error::{Question, ReplyError, json_body};
 use some_jobs::chat::JsonSchema;
+use some_jobs::prompts::fill;
 
 const PROMPT: &str = include_str!("../../prompts/decide_feed.txt");
 const WHAT: &str = "feed decision";
@@ -72,30 +73,6 @@ pub fn prompt(persona: &str, feed: &[FeedPost], (likes, reblogs, comments): (usi
             ("{persona}", persona),
         ],
     )
-}
-
-/// `template` with each placeholder replaced by its value, in one pass: a
-/// value is never read for placeholders (a post that says "{persona}"
-/// stays as written).
-fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>());
-    let mut rest = template;
-    while let Some(at) = rest.find('{') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        match values.iter().find(|(key, _)| rest.starts_with(key)) {
-            Some((key, value)) => {
-                out.push_str(value);
-                rest = &rest[key.len()..];
-            }
-            None => {
-                out.push('{');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn line() -> &'static Regex {

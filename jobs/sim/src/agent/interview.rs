@@ -20,6 +20,7 @@ use crate::agent::persona::Persona;
 use crate::agent::reflect::history_line;
 use crate::error::{Answered, AskError, ReplyError, ask, json_body};
 use some_jobs::chat::{ChatModel, JsonSchema};
+use some_jobs::prompts::fill;
 
 const PROMPT: &str = include_str!("../../prompts/interview.txt");
 const WHAT: &str = "interview";
@@ -127,13 +128,17 @@ pub fn prompt(persona: &Persona, memory: &Memory, q: &InterviewQuestion) -> Stri
             format!("Choose one of these answers and reply with its letter only:\n{}", listed.join("\n"))
         }
     };
-    PROMPT
-        .replace("{persona}", &persona.full_text())
-        .replace("{reflections}", &reflections)
-        .replace("{own_posts}", &own_posts)
-        .replace("{recent}", &recent)
-        .replace("{question}", q.question.trim())
-        .replace("{answer_format}", &answer_format)
+    fill(
+        PROMPT,
+        &[
+            ("{persona}", &persona.full_text()),
+            ("{reflections}", &reflections),
+            ("{own_posts}", &own_posts),
+            ("{recent}", &recent),
+            ("{question}", q.question.trim()),
+            ("{answer_format}", &answer_format),
+        ],
+    )
 }
 
 /// The option a survey reply names: `{"answer": OPTION}`, a letter alone

@@ -31,6 +31,7 @@ use crate::agent::persona::Persona;
 use crate::error::{Answered, AskError, Question, ReplyError, ask, json_body};
 use crate::platform::ids::Turn;
 use some_jobs::chat::{ChatModel, JsonSchema};
+use some_jobs::prompts::fill;
 
 const PROMPT: &str = include_str!("../../prompts/plan.txt");
 const WHAT: &str = "plan";
@@ -80,7 +81,7 @@ pub fn question(persona: &Persona, activity: f64) -> Question {
 
 /// The planning prompt.
 pub fn prompt(persona: &Persona, activity: f64) -> String {
-    PROMPT.replace("{activity}", &format!("{activity:.2}")).replace("{persona}", &persona.full_text())
+    fill(PROMPT, &[("{activity}", &format!("{activity:.2}")), ("{persona}", &persona.full_text())])
 }
 
 /// The JSON schema of a plan, for endpoints with structured output.

@@ -19,6 +19,7 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use some_jobs::prompts::fill;
 use some_schemas::sim::ActionKind;
 
 use crate::agent::memory::Entry;
@@ -79,7 +80,7 @@ pub fn history_line(k: usize, entry: &Entry) -> String {
 
 pub fn reflect_prompt(persona: &str, entries: &[&Entry]) -> String {
     let history: Vec<String> = entries.iter().enumerate().map(|(i, e)| history_line(i + 1, e)).collect();
-    REFLECT.replace("{persona}", persona).replace("{history}", &history.join("\n"))
+    fill(REFLECT, &[("{persona}", persona), ("{history}", &history.join("\n"))])
 }
 
 /// The JSON schema of a reflection reply: the users to follow, each one of

@@ -7,6 +7,7 @@
 //! outside 1-3 is an error, never a default.
 
 use serde::{Deserialize, Serialize};
+use some_jobs::prompts::fill;
 
 use crate::agent::persona::Persona;
 use crate::error::{ReplyError, json_body};
@@ -25,7 +26,7 @@ pub struct Quality {
 
 /// The rating prompt; `kind` is "post" or "comment".
 pub fn prompt(persona: &Persona, kind: &str, text: &str) -> String {
-    PROMPT.replace("{persona}", &persona.evaluation_text()).replace("{kind}", kind).replace("{text}", text)
+    fill(PROMPT, &[("{persona}", &persona.evaluation_text()), ("{kind}", kind), ("{text}", text)])
 }
 
 fn rating_after(lower: &str, name: &str) -> Option<Result<u8, String>> {
