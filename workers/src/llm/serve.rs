@@ -81,44 +81,31 @@ fn response_format(format: Option<Value>) -> std::result::Result<Option<JsonSche
 /// send in more than one shape stay `Value`s, read leniently by
 /// [`ChatCall::into_request`].
 #[derive(Debug, Deserialize)]
-pub struct ChatCall {
-    #[serde(default)]
+struct ChatCall {
     model: Option<Value>,
     messages: Vec<CallMessage>,
-    #[serde(default)]
     tools: Option<Value>,
-    #[serde(default)]
     temperature: Option<Value>,
-    #[serde(default)]
     seed: Option<Value>,
-    #[serde(default)]
     max_tokens: Option<Value>,
-    #[serde(default)]
     max_completion_tokens: Option<Value>,
-    #[serde(default)]
     response_format: Option<Value>,
-    #[serde(default)]
     stream: Option<Value>,
-    #[serde(default)]
     stream_options: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
 struct CallMessage {
-    #[serde(default)]
     role: Option<Value>,
-    #[serde(default)]
     content: Option<Value>,
-    #[serde(default)]
     tool_calls: Option<Value>,
-    #[serde(default)]
     tool_call_id: Option<Value>,
 }
 
 impl ChatCall {
     /// Reads a request body; one that is not a chat request is refused
     /// with what is wrong with it.
-    pub fn read(body: &[u8]) -> std::result::Result<ChatCall, String> {
+    fn read(body: &[u8]) -> std::result::Result<ChatCall, String> {
         serde_json::from_slice(body).map_err(|typed| {
             let Ok(value) = serde_json::from_slice::<Value>(body) else { return format!("the body is not JSON: {typed}") };
             let Some(messages) = value.get("messages").and_then(Value::as_array) else { return "\"messages\" must be a list".into() };
@@ -142,7 +129,7 @@ impl ChatCall {
     }
 
     /// The request; fields of an unexpected type are taken as not given.
-    pub fn into_request(self) -> std::result::Result<ChatRequest, String> {
+    fn into_request(self) -> std::result::Result<ChatRequest, String> {
         let response_format = response_format(self.response_format)?;
         let messages = self.messages.into_iter().enumerate().map(|(i, m)| m.into_message(i)).collect::<std::result::Result<_, _>>()?;
         let number = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64);
