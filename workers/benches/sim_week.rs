@@ -8,6 +8,14 @@
 //! them; a turn's files are written while the next turn's steps run, and
 //! that time is printed apart.
 //!
+//! Before the week it measures the ceiling the model calls alone put on
+//! it: the same client calls the same server with a 10-post feed question
+//! at the week's concurrency, with no simulation around the calls. With
+//! the calls per agent-turn the week counts (and their mean prompt size,
+//! to compare), that bounds the agent-turns/s this machine can reach
+//! in-process, where one process plays both sides (through RabbitMQ the
+//! clients are the worker processes', 2 × 256 calls in flight).
+//!
 //! Every `SOME_BENCH_EVERY` turns (default 24) it prints the window's
 //! agent-turns/s and the process's resident memory, so a rate or a size
 //! that grows with the turns already run shows; at the end, the peak.
@@ -18,19 +26,22 @@
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use some_jobs::chat::ChatResponse;
+use some_jobs::chat::{ChatModel, ChatResponse};
 use some_jobs::progress::{NoProgress, Progress};
 use some_jobs::testing::ScriptedModel;
 use some_schemas::sim::AgentKind;
 use some_schemas::{RunEvent, RunId};
 use some_sim::agent::activity::Stage;
+use some_sim::agent::{decide_feed, persona_sets};
 use some_sim::testing::sim_answer;
-use some_sim::{BrowseMode, Preset};
+use some_sim::{AgentId, BrowseMode, FeedPost, PostId, Preset};
 use some_workers::executor::Executor;
 use some_workers::llm::serve::{MAX_REQUEST_BYTES, Served, serve};
+use some_workers::llm::{ClientSettings, Endpoint, OpenAiClient};
 use some_workers::sim::{PersonaSet, RelevanceSource, SimSpec, Until, drive, record_event};
 use some_workers::worker::WorkerConfig;
 use some_workers::{Lake, LakeLocation};
@@ -75,6 +86,40 @@ fn memory_gb(field: &str) -> f64 {
     kb.unwrap_or(0.0) / 1e6
 }
 
+/// Calls in flight, as in the week: 4 shards at a time, 64 agents each.
+const IN_FLIGHT: usize = 256;
+
+/// Chat calls/s of `calls` feed questions (10 posts, a built-in persona)
+/// sent to `endpoint` by [`IN_FLIGHT`] tasks sharing one client, and the
+/// question's prompt size in characters.
+async fn endpoint_alone(endpoint: &str, calls: usize) -> Result<(f64, usize), Box<dyn std::error::Error>> {
+    let settings = ClientSettings { concurrency: IN_FLIGHT, ..Default::default() };
+    let client = Arc::new(OpenAiClient::new("instant", vec![Endpoint::new(endpoint)], settings)?);
+    let persona = persona_sets::builtin_recagent().first().map(|p| p.full_text()).unwrap_or_default();
+    let post = "A quiet morning at the market: fresh bread, a street musician and far too many people with the same idea. ".repeat(2);
+    let feed: Vec<FeedPost> = (0..10).map(|i| FeedPost { id: PostId(i), author: AgentId(i as u32 * 7), content: post.clone() }).collect();
+    let question = decide_feed::question(&persona, &feed, (3, 1, 1));
+    let prompt_chars = question.prompt.chars().count();
+    let request = Arc::new(question.into_request(Some(1)));
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (client, request, next) = (client.clone(), request.clone(), next.clone());
+            tokio::spawn(async move {
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    client.chat(&request).await?;
+                }
+                Ok::<_, some_jobs::chat::ModelError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok((calls as f64 / started.elapsed().as_secs_f64().max(1e-9), prompt_chars))
+}
+
 fn env(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -88,8 +133,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let every = env("SOME_BENCH_EVERY", 24).max(1);
     let modes = std::env::var("SOME_BENCH_MODES").unwrap_or_else(|_| "memory,amqp".into());
     let queue_url = std::env::var("SOME_BENCH_QUEUE").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
-    let model = ScriptedModel::new("instant", |request| {
+    // Calls served, and their prompts' characters.
+    let served = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let counted = served.clone();
+    let model = ScriptedModel::new("instant", move |request| {
         let prompt = request.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+        counted.0.fetch_add(1, Ordering::Relaxed);
+        counted.1.fetch_add(prompt.chars().count() as u64, Ordering::Relaxed);
         Ok(ChatResponse { content: sim_answer(prompt), model: "instant".into(), ..Default::default() })
     })
     .unrecorded();
@@ -101,6 +151,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await?;
     let endpoint = format!("http://{addr}/v1");
+    let alone_calls = env("SOME_BENCH_ALONE_CALLS", 100_000) as usize;
+    let (alone, alone_chars) = endpoint_alone(&endpoint, alone_calls).await?;
+    println!(
+        "endpoint alone: {alone_calls} feed questions ({alone_chars}-character prompts) over HTTP at {IN_FLIGHT} in flight, no simulation: {alone:.0} calls/s on this machine"
+    );
+    let served_now = || (served.0.load(Ordering::Relaxed), served.1.load(Ordering::Relaxed));
     let initial = agents / 10;
     let stage = |turns, browsing_authors| Stage { turns, acting: AgentKind::Regular, browsing_authors };
     let preset = Preset {
@@ -129,15 +185,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         // Setup (planning every agent) first, so the week is timed alone.
         let setup = Until { turn: Some(some_sim::Turn(0)) };
-        let (week, setup_secs, secs) = if mode == "memory" {
+        let (week, setup_secs, secs, before) = if mode == "memory" {
             let started = Instant::now();
             Executor::here(&lake, config.clone(), Arc::new(NoProgress)).simulate(&spec, setup).await?;
             let setup_secs = started.elapsed().as_secs_f64();
-            let started = Instant::now();
+            let (started, before) = (Instant::now(), served_now());
             let pulse = Arc::new(Pulse { every, window: Mutex::new((Instant::now(), 0, 0)) });
             let week = Executor::here(&lake, config, pulse).simulate(&spec, Until::default()).await?;
             let secs = started.elapsed().as_secs_f64();
-            (week, setup_secs, secs)
+            (week, setup_secs, secs, before)
         } else {
             let target = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| "target".into());
             let bin = std::env::var("SOME_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| target.join("release/some"));
@@ -159,7 +215,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let started = Instant::now();
             drive(&lake, queue.as_ref(), &spec, setup, &NoProgress).await?;
             let setup_secs = started.elapsed().as_secs_f64();
-            let started = Instant::now();
+            let (started, before) = (Instant::now(), served_now());
             let pulse = Pulse { every, window: Mutex::new((Instant::now(), 0, 0)) };
             let week = drive(&lake, queue.as_ref(), &spec, Until::default(), &pulse).await?;
             let secs = started.elapsed().as_secs_f64();
@@ -167,12 +223,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = w.kill();
                 let _ = w.wait();
             }
-            (week, setup_secs, secs)
+            (week, setup_secs, secs, before)
         };
         let per_turn = |d: std::time::Duration| d.as_secs_f64() * 1000.0 / f64::from(week.turns.max(1));
         let share = (week.feed_time + week.commit_time).as_secs_f64() / secs.max(1e-9) * 100.0;
+        let (calls, chars) = (served_now().0 - before.0, served_now().1 - before.1);
+        let per_agent_turn = calls as f64 / (week.agent_turns as f64).max(1.0);
+        let mean_chars = chars as f64 / (calls as f64).max(1.0);
         println!(
-            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 15,000 at 10,000 agents, 16,000 at a million); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms (and {:.1} ms written beside the next turn's steps); feeds + commits {share:.1}% of the week (target < 15%); peak resident {:.2} GB (this process{})",
+            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 15,000 at 10,000 agents, 16,000 at a million); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms (and {:.1} ms written beside the next turn's steps); feeds + commits {share:.1}% of the week (target < 15%); peak resident {:.2} GB (this process{}); {per_agent_turn:.2} model calls per agent-turn (mean prompt {mean_chars:.0} characters), so the endpoint alone allows {:.0} agent-turns/s",
             week.turns,
             week.agent_turns,
             week.agent_turns as f64 / secs.max(1e-9),
@@ -182,6 +241,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             per_turn(week.commit_behind),
             memory_gb("VmHWM"),
             if mode == "memory" { ", workers included" } else { ": the coordinator" },
+            alone / per_agent_turn.max(1e-9),
         );
     }
     Ok(())
