@@ -258,7 +258,7 @@ fn a_red_annotation_through_rabbitmq_survives_a_killed_worker_and_matches_one_ma
 
     let through_broker: Vec<String> = [args(there.to_str().unwrap()), vec!["--queue".into(), queue.clone()]].concat();
     let mut coordinator = Background::start(lake, &[], &through_broker.iter().map(String::as_str).collect::<Vec<_>>());
-    let mut workers = vec![worker(lake, queue), worker(lake, queue)];
+    let mut workers = [worker(lake, queue), worker(lake, queue)];
     assert!(wait_until(Duration::from_secs(120), || endpoint.requests() >= 2), "no model call");
     workers[0].kill();
     assert!(coordinator.child.try_wait().unwrap().is_none(), "the annotation finished before the worker died");

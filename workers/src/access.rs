@@ -189,7 +189,7 @@ mod tests {
         let (status, body) = send(Some("s3cret"), "far more than sixteen bytes").await;
         assert_eq!((status, body.contains("larger than 16 bytes")), (413, true), "{body}");
         // Chunked, with no length announced: refused while it is read.
-        let chunks = futures::stream::iter(["twelve bytes", " and twelve"].map(|c| Ok::<_, std::io::Error>(c)));
+        let chunks = futures::stream::iter(["twelve bytes", " and twelve"].map(Ok::<_, std::io::Error>));
         let response =
             client.post(format!("http://{addr}/echo")).bearer_auth("s3cret").body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 413);

@@ -116,6 +116,7 @@ fn schema() -> Value {
 
 /// Clusters the day's posts (sorted by time; `vectors` row `i` is post `i`,
 /// `dim` values a row) and asks the model about each cluster big enough.
+#[allow(clippy::too_many_arguments)]
 pub async fn detect(
     location: &str,
     day: &str,

@@ -207,7 +207,10 @@ pub fn read_review(task: Task, path: &Path, items: &[Item]) -> Result<Vec<Review
     Ok(out)
 }
 
-fn jsonl_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, BTreeMap<String, String>)>, InputError> {
+/// A file's rows, each with its line number and its fields by column.
+type Lines = Vec<(usize, BTreeMap<String, String>)>;
+
+fn jsonl_lines(path: &Path, bytes: &[u8]) -> Result<Lines, InputError> {
     let text = std::str::from_utf8(bytes).map_err(|e| InputError::new(path, "", format!("not UTF-8: {e}")))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -227,7 +230,7 @@ fn jsonl_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, BTreeMap<String,
     Ok(out)
 }
 
-fn csv_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, BTreeMap<String, String>)>, InputError> {
+fn csv_lines(path: &Path, bytes: &[u8]) -> Result<Lines, InputError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
     let header: Vec<String> = reader
         .headers()

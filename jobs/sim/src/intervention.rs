@@ -179,10 +179,10 @@ pub fn check(events: Vec<Timed>, at: Option<Turn>, known: &Known<'_>) -> Result<
     let mut news: BTreeSet<String> = known.platform.news_accounts().map(|(n, _)| n.to_string()).collect();
     let mut labels: BTreeMap<String, (Turn, u32)> = BTreeMap::new();
     for (turn, e) in &timed {
-        if let Event::Post { label: Some(label), .. } = &e.event {
-            if known.platform.labelled(label).is_some() || labels.insert(label.clone(), (*turn, e.line)).is_some() {
-                return Err(bad(e.line, format!("the label {label:?} is already used")));
-            }
+        if let Event::Post { label: Some(label), .. } = &e.event
+            && (known.platform.labelled(label).is_some() || labels.insert(label.clone(), (*turn, e.line)).is_some())
+        {
+            return Err(bad(e.line, format!("the label {label:?} is already used")));
         }
     }
     let agent = |line: u32, id: u32| {

@@ -531,13 +531,13 @@ async fn annotate_events(lake: &Lake, executor: &Executor, spec: &EventsSpec, ou
         Ok(Look { done, settled: done == spec.days.len(), failures: Vec::new() })
     };
     eprintln!("annotation {id}: {} {}", spec.location, spec.days.join(", "));
-    if let Outcome::Settled(failures) = executor.submit(work, publish, Some(look)).await? {
-        if !failures.is_empty() {
-            for f in &failures {
-                eprintln!("failed: {f}");
-            }
-            bail!("annotation {id}: {} location-days failed; fix the cause and run the same command again to go on", failures.len());
+    if let Outcome::Settled(failures) = executor.submit(work, publish, Some(look)).await?
+        && !failures.is_empty()
+    {
+        for f in &failures {
+            eprintln!("failed: {f}");
         }
+        bail!("annotation {id}: {} location-days failed; fix the cause and run the same command again to go on", failures.len());
     }
     let annotated = annotate::collect(lake, spec).await?;
     annotate::commit(lake, spec).await?;

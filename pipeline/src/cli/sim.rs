@@ -696,7 +696,7 @@ impl SimStatus {
             let recent = some_workers::sim::state::recent(lake, spec, &g.turns, self.last, self.top).await?;
             frame.push_str(&recent.render(POST_TEXT_CHARS));
             if terminal {
-                print!("\x1b[2J\x1b[H{frame}(every {} s; Ctrl-C stops watching)\n", self.every);
+                println!("\x1b[2J\x1b[H{frame}(every {} s; Ctrl-C stops watching)", self.every);
             } else if frame != shown {
                 println!("{frame}");
             }

@@ -173,6 +173,7 @@ fn partial_of(dest: &Path) -> Result<tempfile::NamedTempFile> {
 
 const PARTIAL_SUFFIX: &str = ".partial";
 
+/// Renames a checked partial file to `dest`, replacing what is there.
 fn put_in_place(partial: tempfile::NamedTempFile, dest: &Path) -> Result<()> {
     partial.persist(dest).map(drop).map_err(|e| Error::Io { what: dest.display().to_string(), source: e.error })
 }

@@ -180,7 +180,7 @@ impl Reports {
         }
         let Some(claim) = claim else { return Some("the query has no claim".into()) };
         let keys: Vec<String> = english_keywords(claim).into_iter().take(CLAIM_KEY_WORDS).map(|w| w.to_lowercase()).collect();
-        let need = keys.len().min(CLAIM_KEY_WORDS - 1).max(1);
+        let need = keys.len().clamp(1, CLAIM_KEY_WORDS - 1);
         let mut hits: HashMap<u32, usize> = HashMap::new();
         for doc in keys.iter().filter_map(|k| self.by_word.get(k)).flatten() {
             *hits.entry(*doc).or_default() += 1;

@@ -265,9 +265,13 @@ pub struct GroupFigures {
     pub distinct_2: Option<f64>,
 }
 
+/// A group's figures as they are gathered: the figures, the (turn, agent)
+/// pairs that acted, and the texts of its posts.
+type Gathering<'a> = (GroupFigures, BTreeSet<(i64, i64)>, Vec<&'a str>);
+
 /// Per model group: agents, activity, applied actions and posts.
 fn by_group(input: &ReportInput<'_>, acts: &[Act<'_>], posts: &BTreeMap<i64, (&SimPostRow, u32)>) -> Vec<GroupFigures> {
-    let mut out: BTreeMap<&str, (GroupFigures, BTreeSet<(i64, i64)>, Vec<&str>)> = BTreeMap::new();
+    let mut out: BTreeMap<&str, Gathering<'_>> = BTreeMap::new();
     let blank = |g: &str| {
         (
             GroupFigures { group: g.to_string(), agents: 0, active: 0, applied: BTreeMap::new(), posts: 0, distinct_2: None },

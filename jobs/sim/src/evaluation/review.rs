@@ -12,6 +12,7 @@
 //! - a regular agent's post (Info, Cons, Hum on 1-3, Know 0/1) and comment
 //!   (Info, Cons, Hum) written in an interaction stage. A comment is thus
 //!   two items: the decision to comment, and the comment's text.
+//!
 //! Seed posts and initial agents are left out, as the paper's are.
 //!
 //! Item ids are made of the rows' own keys, so an export with another seed

@@ -43,8 +43,11 @@ pub struct RankerEntry {
     /// The settings a run gets unless it gives others.
     pub defaults: fn() -> Settings,
     /// The ranker for one turn; an error says what is wrong in the settings.
-    pub build: fn(&Settings, &ContentVectors) -> Result<Box<dyn Ranker>, String>,
+    pub build: BuildRanker,
 }
+
+/// Makes a registered ranker for one turn from its settings.
+pub type BuildRanker = fn(&Settings, &ContentVectors) -> Result<Box<dyn Ranker>, String>;
 
 /// A run's ranker: a registered name and its settings, recorded in the
 /// run's spec as `{"ranker": NAME, ...settings}`.

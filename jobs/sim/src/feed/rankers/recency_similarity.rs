@@ -23,7 +23,7 @@ struct Params {
 
 fn build(settings: &Settings, vectors: &ContentVectors) -> Result<Box<dyn Ranker>, String> {
     let Params { half_life_turns } = from_settings(settings)?;
-    if !(half_life_turns > 0.0) {
+    if half_life_turns.is_nan() || half_life_turns <= 0.0 {
         return Err(format!("half_life_turns must be positive, found {half_life_turns}"));
     }
     Ok(Box::new(RecencySimilarity { half_life_turns, vectors: vectors.clone() }))
@@ -90,6 +90,8 @@ mod tests {
         };
         let ranked = r.rank(AgentId(1), Turn(20), vec![cand(0, 0), cand(1, 20), cand(2, 20)]);
         let got: Vec<(u64, f64)> = ranked.iter().map(|x| (x.post.0, (x.score * 1e6).round() / 1e6)).collect();
-        assert_eq!(got, [(1, 0.707107), (0, 0.25), (2, 0.0)]);
+        // Post 1 is new and at 45 degrees: cos = 1/sqrt(2), no decay.
+        let cos45 = (std::f64::consts::FRAC_1_SQRT_2 * 1e6).round() / 1e6;
+        assert_eq!(got, [(1, cos45), (0, 0.25), (2, 0.0)]);
     }
 }

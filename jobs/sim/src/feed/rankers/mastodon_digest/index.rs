@@ -62,7 +62,7 @@ impl DigestIndex {
             return None;
         }
         let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
-        let (mut scoring, mut zero): (Vec<(Scored, Turn)>, Vec<(Scored, Turn)>) = platform
+        let (mut scoring, mut zero): (Vec<_>, Vec<_>) = platform
             .posts_since(since)
             .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(&p.author)))
             .map(|p| {
