@@ -9,7 +9,10 @@
 //! constraint, not a protocol: the caller reads the reply with the same
 //! parser whether the endpoint honoured it or not.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::protocol::NativeToolCall;
 
@@ -60,16 +63,63 @@ impl Message {
 
 /// A JSON schema the reply must follow: OpenAI's `response_format` of type
 /// `json_schema` (sent with `"strict": true`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The schema is held as its JSON text, shared: most are sent on every call
+/// of their kind (a feed question's on every agent-turn), so a caller builds
+/// one once and clones it, a client writes it as it is, and a server passes
+/// it on without a tree of maps; [`JsonSchema::value`] reads it for the
+/// few that look inside (the built-in model's grammar).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JsonSchema {
     /// A name for the schema (`[a-zA-Z0-9_-]`, as OpenAI requires).
     pub name: String,
-    pub schema: serde_json::Value,
+    #[serde(with = "raw_json")]
+    schema: Arc<RawValue>,
 }
 
 impl JsonSchema {
     pub fn new(name: &str, schema: serde_json::Value) -> JsonSchema {
-        JsonSchema { name: name.to_string(), schema }
+        let text = serde_json::value::to_raw_value(&schema).expect("a JSON value serializes");
+        JsonSchema { name: name.to_string(), schema: Arc::from(text) }
+    }
+
+    /// A schema as a client sent it, already known to be JSON.
+    pub fn from_raw(name: String, schema: Box<RawValue>) -> JsonSchema {
+        JsonSchema { name, schema: Arc::from(schema) }
+    }
+
+    /// The schema's JSON text.
+    pub fn raw(&self) -> &RawValue {
+        &self.schema
+    }
+
+    /// The schema as a JSON value.
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_str(self.schema.get()).expect("a schema is JSON text")
+    }
+}
+
+/// Two schemas are equal when they say the same, however their texts are spaced.
+impl PartialEq for JsonSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && (self.schema.get() == other.schema.get() || self.value() == other.value())
+    }
+}
+
+/// A schema field as JSON text: read from any deserializer (through a value), written as it is.
+mod raw_json {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::value::RawValue;
+
+    pub fn serialize<S: Serializer>(schema: &Arc<RawValue>, s: S) -> Result<S::Ok, S::Error> {
+        schema.as_ref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<RawValue>, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        serde_json::value::to_raw_value(&value).map(Arc::from).map_err(serde::de::Error::custom)
     }
 }
 

@@ -86,8 +86,12 @@ fn memory_gb(field: &str) -> f64 {
     kb.unwrap_or(0.0) / 1e6
 }
 
-/// Calls in flight, as in the week: 4 shards at a time, 64 agents each.
-const IN_FLIGHT: usize = 256;
+/// Shards a worker runs at once in the week.
+const SHARDS_AT_ONCE: usize = 4;
+/// Agents of a shard stepping at once.
+const AGENTS_AT_ONCE: usize = 64;
+/// Calls in flight per worker in the week (a step asks one question at a time).
+const IN_FLIGHT: usize = SHARDS_AT_ONCE * AGENTS_AT_ONCE;
 
 /// Chat calls/s of `calls` feed questions (10 posts, a built-in persona)
 /// sent to `endpoint` by [`IN_FLIGHT`] tasks sharing one client, and the
@@ -175,12 +179,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         spec.relevance = RelevanceSource::Tfidf;
         spec.step.browse = BrowseMode::Batched;
         spec.shard_size = 250;
-        spec.concurrency = 64;
+        spec.concurrency = AGENTS_AT_ONCE;
         record_event(&lake, &spec, RunEvent::Submitted).await?;
         let config = WorkerConfig {
-            concurrency: 4,
+            concurrency: SHARDS_AT_ONCE,
             deadline: std::time::Duration::from_secs(600),
-            client: some_workers::llm::ClientSettings { concurrency: 256, ..Default::default() },
+            client: some_workers::llm::ClientSettings { concurrency: IN_FLIGHT, ..Default::default() },
             threads: 1,
         };
         // Setup (planning every agent) first, so the week is timed alone.
@@ -206,7 +210,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(|_| {
                     Command::new(&bin)
                         .args(["--lake", lake_dir.to_str().expect("utf-8 path"), "worker", "--queue", &queue_url])
-                        .args(["--concurrency", "4", "--calls", "256"])
+                        .args(["--concurrency", &SHARDS_AT_ONCE.to_string(), "--calls", &IN_FLIGHT.to_string()])
                         .stdout(Stdio::null())
                         .stderr(Stdio::null())
                         .spawn()
@@ -227,7 +231,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let per_turn = |d: std::time::Duration| d.as_secs_f64() * 1000.0 / f64::from(week.turns.max(1));
         let share = (week.feed_time + week.commit_time).as_secs_f64() / secs.max(1e-9) * 100.0;
-        let (calls, chars) = (served_now().0 - before.0, served_now().1 - before.1);
+        let after = served_now();
+        let (calls, chars) = (after.0 - before.0, after.1 - before.1);
         let per_agent_turn = calls as f64 / (week.agent_turns as f64).max(1.0);
         let mean_chars = chars as f64 / (calls as f64).max(1.0);
         println!(

@@ -12,7 +12,7 @@ pub fn pick<'a, R: Rng>(rng: &mut R, items: &'a [&'a str]) -> &'a str {
 }
 
 /// Fills the single `{}` of a template.
-pub fn fill(template: &str, value: &str) -> String {
+pub fn fill_blank(template: &str, value: &str) -> String {
     template.replacen("{}", value, 1)
 }
 
@@ -28,7 +28,7 @@ pub fn nickname<R: Rng>(rng: &mut R) -> String {
 
 /// A remark about a subject of a category, sometimes with an emoticon.
 pub fn remark<R: Rng>(rng: &mut R, category: &Category, subject: &str, emoticons: &[&str]) -> String {
-    let mut s = fill(pick(rng, category.remarks), subject);
+    let mut s = fill_blank(pick(rng, category.remarks), subject);
     if !emoticons.is_empty() && rng.random_bool(0.4) {
         s.push_str(pick(rng, emoticons));
     }
@@ -38,7 +38,7 @@ pub fn remark<R: Rng>(rng: &mut R, category: &Category, subject: &str, emoticons
 /// A post about nothing in particular, optionally naming a place.
 pub fn chatter<R: Rng>(rng: &mut R, place: Option<&str>, emoticons: &[&str]) -> String {
     let mut s = match place {
-        Some(p) => fill(pick(rng, PLACE_CHATTER), p),
+        Some(p) => fill_blank(pick(rng, PLACE_CHATTER), p),
         None => pick(rng, CHATTER).to_string(),
     };
     if !emoticons.is_empty() && rng.random_bool(0.3) {
@@ -51,7 +51,7 @@ pub fn chatter<R: Rng>(rng: &mut R, place: Option<&str>, emoticons: &[&str]) -> 
 /// unrelated remarks, chatter and spam.
 pub fn topic_noise<R: Rng>(rng: &mut R, topic: &str) -> String {
     match rng.random_range(0..10) {
-        0..=6 => fill(pick(rng, TOPIC_REACTIONS), topic),
+        0..=6 => fill_blank(pick(rng, TOPIC_REACTIONS), topic),
         7 => {
             let category = CATEGORIES.choose(rng).expect("categories");
             let subject = pick(rng, category.subjects);

@@ -7,7 +7,7 @@ use some_schemas::{PostRow, PostSource, RefPostRow, Timestamp, UserRow};
 
 use super::lexicon::{CATEGORIES, CLIENTS, EMOTICONS, EMOTION_WORDS, PROVINCES, VERIFIED};
 use super::plan::{Engagement, UserKind, UserPlan, per_item};
-use super::text::{chatter, fill, nickname, pick, remark};
+use super::text::{chatter, fill_blank, nickname, pick, remark};
 use super::{World, signals, unit_rng};
 
 /// A Pareto-like count: mostly small, sometimes large.
@@ -186,9 +186,11 @@ impl Timeline<'_> {
             .map(|_| match e {
                 Engagement::Interest { positive, .. } => {
                     let templates = if *positive { signals::ENGAGED } else { signals::DISENGAGED };
-                    fill(pick(rng, templates), &signals::subject_form(rng, subject))
+                    fill_blank(pick(rng, templates), &signals::subject_form(rng, subject))
                 }
-                Engagement::Emotion { emotion, .. } => fill(pick(rng, signals::REACTIONS[*emotion]), &signals::subject_form(rng, subject)),
+                Engagement::Emotion { emotion, .. } => {
+                    fill_blank(pick(rng, signals::REACTIONS[*emotion]), &signals::subject_form(rng, subject))
+                }
                 Engagement::Comment { text, .. } => {
                     let fragment = signals::fragment(rng, text);
                     signals::own_comment(rng, &fragment)

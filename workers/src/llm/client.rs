@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use some_jobs::chat::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, Place, Role, Usage};
 use some_jobs::embed::{EmbedError, Embedder, Purpose};
@@ -421,7 +422,7 @@ struct ResponseFormat<'a> {
 #[derive(Clone, Serialize)]
 struct WireSchema<'a> {
     name: &'a str,
-    schema: &'a Value,
+    schema: &'a RawValue,
     strict: bool,
 }
 
@@ -459,7 +460,7 @@ pub fn chat_body<'a>(model: &'a str, request: &'a ChatRequest) -> ChatBody<'a> {
         response_format: request
             .response_format
             .as_ref()
-            .map(|f| ResponseFormat { kind: "json_schema", json_schema: WireSchema { name: &f.name, schema: &f.schema, strict: true } }),
+            .map(|f| ResponseFormat { kind: "json_schema", json_schema: WireSchema { name: &f.name, schema: f.raw(), strict: true } }),
     }
 }
 

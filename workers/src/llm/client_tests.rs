@@ -63,7 +63,7 @@ async fn a_schema_goes_out_as_openai_response_format() {
     assert_eq!(bodies.len(), 1);
     assert_eq!(
         bodies[0]["response_format"],
-        json!({"type": "json_schema", "json_schema": {"name": "follow", "schema": request().response_format.unwrap().schema, "strict": true}})
+        json!({"type": "json_schema", "json_schema": {"name": "follow", "schema": request().response_format.unwrap().value(), "strict": true}})
     );
     let plain = ChatRequest { response_format: None, ..request() };
     let plain = serde_json::to_value(chat_body("m", &plain)).unwrap();

@@ -163,7 +163,7 @@ impl LocalModel {
     /// The grammar sampler of a request's schema.
     fn grammar(&self, format: &JsonSchema) -> std::result::Result<LlamaSampler, ModelError> {
         let refused = |e: &dyn std::fmt::Display| model_err(&self.name, format!("response_format json_schema {:?}: {e}", format.name));
-        let gbnf = super::gbnf::to_gbnf(&format.schema).map_err(|e| refused(&e))?;
+        let gbnf = super::gbnf::to_gbnf(&format.value()).map_err(|e| refused(&e))?;
         LlamaSampler::grammar(self.model, &gbnf, "root").map_err(|e| refused(&format!("llama.cpp refused its grammar: {e}")))
     }
 

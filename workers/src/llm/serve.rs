@@ -23,6 +23,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use some_jobs::chat::{ChatModel, ChatRequest, JsonSchema, Message, NativeCallRecord, Role};
 use some_jobs::embed::{Embedder, Purpose};
@@ -59,17 +60,36 @@ fn refusal(asked: Option<&str>, served: &str) -> Option<Response> {
 }
 
 /// Reads OpenAI's `response_format`: a `json_schema` one is the reply's
-/// schema; `text` (or none) is no schema.
-fn response_format(format: Option<Value>) -> std::result::Result<Option<JsonSchema>, String> {
-    let Some(mut format) = format.filter(|f| !f.is_null()) else { return Ok(None) };
-    match format.get("type").and_then(Value::as_str) {
+/// schema; `text` (or none) is no schema. The schema is passed on as the
+/// client wrote it (it is sent on every call; see [`JsonSchema`]).
+fn response_format(format: Option<Box<RawValue>>) -> std::result::Result<Option<JsonSchema>, String> {
+    #[derive(Deserialize)]
+    struct Format {
+        #[serde(rename = "type")]
+        kind: Option<Value>,
+        json_schema: Option<Box<RawValue>>,
+    }
+    #[derive(Deserialize)]
+    struct Spec {
+        name: Option<Value>,
+        schema: Option<Box<RawValue>>,
+    }
+    let is_object = |raw: &RawValue| raw.get().starts_with('{');
+    let Some(format) = format else { return Ok(None) };
+    let Format { kind, json_schema } = match is_object(&format) {
+        true => serde_json::from_str(format.get()).map_err(|e| format!("response_format: {e}"))?,
+        false => Format { kind: None, json_schema: None },
+    };
+    match kind.as_ref().and_then(Value::as_str) {
         Some("text") => Ok(None),
         Some("json_schema") => {
-            // Taken out, not copied: a schema is a tree of maps, sent on every call.
-            let spec = &mut format["json_schema"];
-            let name = spec.get("name").and_then(Value::as_str).unwrap_or("reply").to_string();
-            let schema = spec.get_mut("schema").filter(|s| s.is_object()).ok_or("response_format.json_schema.schema must be an object")?;
-            Ok(Some(JsonSchema { name, schema: schema.take() }))
+            let spec = match json_schema.filter(|s| is_object(s)) {
+                Some(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("response_format.json_schema: {e}"))?,
+                None => Spec { name: None, schema: None },
+            };
+            let name = spec.name.as_ref().and_then(Value::as_str).unwrap_or("reply").to_string();
+            let schema = spec.schema.filter(|s| is_object(s)).ok_or("response_format.json_schema.schema must be an object")?;
+            Ok(Some(JsonSchema::from_raw(name, schema)))
         }
         other => Err(format!("response_format of type {other:?} is not supported; use \"json_schema\" with a schema")),
     }
@@ -89,7 +109,7 @@ struct ChatCall {
     seed: Option<Value>,
     max_tokens: Option<Value>,
     max_completion_tokens: Option<Value>,
-    response_format: Option<Value>,
+    response_format: Option<Box<RawValue>>,
     stream: Option<Value>,
     stream_options: Option<Value>,
 }
@@ -411,6 +431,22 @@ mod tests {
             parse_chat_request(&object).unwrap_err(),
             "response_format of type Some(\"json_object\") is not supported; use \"json_schema\" with a schema"
         );
+        // The schema passes as the client spaced it; no name is "reply".
+        let spaced = br#"{"messages": [], "response_format": {"type": "json_schema", "json_schema": {"schema": { "type" : "object" }}}}"#;
+        let read = ChatCall::read(spaced).unwrap().into_request().unwrap().response_format.unwrap();
+        assert_eq!((read.name.as_str(), read.raw().get()), ("reply", r#"{ "type" : "object" }"#));
+        for (format, error) in [
+            (
+                json!({"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}),
+                "response_format.json_schema.schema must be an object",
+            ),
+            (json!({"type": "json_schema", "json_schema": "x"}), "response_format.json_schema.schema must be an object"),
+            (json!({"type": "json_schema"}), "response_format.json_schema.schema must be an object"),
+            (json!("json"), "response_format of type None is not supported; use \"json_schema\" with a schema"),
+        ] {
+            assert_eq!(parse_chat_request(&json!({"messages": [], "response_format": format})).unwrap_err(), error, "{format}");
+        }
+        assert_eq!(parse_chat_request(&json!({"messages": [], "response_format": null})).unwrap().response_format, None);
     }
 
     async fn post(addr: SocketAddr, body: Value) -> (u16, String, String) {

@@ -11,6 +11,8 @@
 //! `Like: yes` lines, as JSON, or in the paper's words ("like", "no
 //! operation", "forward", "no comment", "Comment content: ...").
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -54,7 +56,10 @@ pub const MAX_COMMENT_CHARS: usize = 280;
 
 /// The question on one post: [`decide_prompt`] and [`decision_schema`].
 pub fn decide_question(persona: &str, author: &str, post: &str) -> Question {
-    Question { schema: Some(JsonSchema::new("decision", decision_schema())), ..Question::new(decide_prompt(persona, author, post)) }
+    // Asked for every post shown (the paper's browsing): built once.
+    static SCHEMA: OnceLock<JsonSchema> = OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| JsonSchema::new("decision", decision_schema()));
+    Question { schema: Some(schema.clone()), ..Question::new(decide_prompt(persona, author, post)) }
 }
 
 /// The schema of one post's decision; an empty comment is no comment.

@@ -29,7 +29,21 @@ const WHAT: &str = "feed decision";
 
 /// The question for a feed of `feed.len()` posts: [`prompt`] and [`json_schema`].
 pub fn question(persona: &str, feed: &[FeedPost], quotas: (usize, usize, usize)) -> Question {
-    Question { schema: Some(JsonSchema::new("reactions", json_schema(feed.len()))), ..Question::new(prompt(persona, feed, quotas)) }
+    Question { schema: Some(schema_for(feed.len())), ..Question::new(prompt(persona, feed, quotas)) }
+}
+
+/// Feed lengths whose schemas are kept once built (feeds show 10 posts by default).
+const KEPT_SCHEMAS: usize = 64;
+
+/// The schema of a feed of `n` posts: asked on every agent-turn, so built
+/// once per length.
+fn schema_for(n: usize) -> JsonSchema {
+    static KEPT: OnceLock<Vec<OnceLock<JsonSchema>>> = OnceLock::new();
+    let build = || JsonSchema::new("reactions", json_schema(n));
+    match KEPT.get_or_init(|| (0..KEPT_SCHEMAS).map(|_| OnceLock::new()).collect()).get(n) {
+        Some(kept) => kept.get_or_init(build).clone(),
+        None => build(),
+    }
 }
 
 /// The reply's schema: exactly one entry per post, numbered within the feed.
@@ -308,7 +322,7 @@ mod tests {
         let p = prompt("me", &two, (1, 0, 2));
         assert!(p.contains("Posts:\n1. By user 7: Hi\n2. By user 8: Who is {persona}? {likes}\n\nWho you are:\nme"), "{p}");
         assert!(p.contains(r#"{"reactions": [{"post": 1,"#) && !p.contains("{posts}"));
-        let schema = &question("me", &feed, (1, 0, 2)).schema.unwrap().schema;
+        let schema = question("me", &feed, (1, 0, 2)).schema.unwrap().value();
         assert_eq!(schema["properties"]["reactions"]["minItems"], 1);
         assert_eq!(schema["properties"]["reactions"]["items"]["properties"]["post"]["enum"], serde_json::json!([1]));
     }

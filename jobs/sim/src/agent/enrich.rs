@@ -169,7 +169,7 @@ mod tests {
         assert_eq!((sent[0].seed, sent[1].seed), (Some(7), Some(8)));
         assert_eq!((sent[0].max_tokens, sent[1].max_tokens), (Some(MAX_TOKENS), Some(MAX_TOKENS)));
         let schema = sent[0].response_format.as_ref().expect("enrichment asks for its schema");
-        assert_eq!((schema.name.as_str(), &schema.schema), ("persona", &json_schema()));
+        assert_eq!((schema.name.as_str(), schema.value()), ("persona", json_schema()));
         assert_eq!(sent[1].messages[1].content, "not json");
         assert!(sent[1].messages[2].content.starts_with("Your reply could not be used: enrichment reply is not valid JSON: expected"));
 

@@ -82,7 +82,7 @@ fn planning_sends_the_schema_and_a_retry_names_the_problem() {
     assert_eq!((got.value, got.calls), (expected(), 2));
     let sent = model.requests();
     let schema = sent[0].response_format.as_ref().expect("planning asks for its schema");
-    assert_eq!((schema.name.as_str(), &schema.schema), ("plan", &json_schema()));
+    assert_eq!((schema.name.as_str(), schema.value()), ("plan", json_schema()));
     assert_eq!(sent[1].response_format, sent[0].response_format);
     assert_eq!((sent[0].seed, sent[1].seed), (Some(11), Some(12)));
     assert_eq!(

@@ -122,7 +122,7 @@ fn a_turn_browses_reacts_posts_and_reflects_in_sequence() {
         requests[2].messages[2]
     );
     let follow = requests[7].response_format.as_ref().expect("reflection asks for its schema");
-    assert_eq!((follow.name.as_str(), &follow.schema["properties"]["follow"]["items"]["enum"]), ("follow", &serde_json::json!([5, 6])));
+    assert_eq!((follow.name.as_str(), &follow.value()["properties"]["follow"]["items"]["enum"]), ("follow", &serde_json::json!([5, 6])));
     let decision = |i: usize| requests[i].response_format.as_ref().map(|f| f.name.as_str());
     assert_eq!(
         (decision(0), decision(1), decision(2)),
