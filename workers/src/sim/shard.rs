@@ -43,14 +43,66 @@ pub struct AgentTurn {
     pub persona: Option<Persona>,
 }
 
-/// What a shard asks for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a shard asks for: `{"stage": "setup" | "turn", ...fields}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "stage", rename_all = "snake_case")]
 pub enum ShardWork {
     /// Setting up agents before the first turn.
     Setup { shard: u32, agents: Vec<NewAgent> },
     /// Active agents' steps in one turn.
     Turn { turn: Turn, shard: u32, agents: Vec<AgentTurn> },
+}
+
+/// Read with the stage first, as [`ShardWork::to_payload`] writes it: serde's
+/// own reading of a tagged enum first copies the whole shard (every feed's
+/// texts) into a buffer in case the tag comes last, which was most of the
+/// cost of reading a turn's shard.
+impl<'de> Deserialize<'de> for ShardWork {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Stage {
+            Setup,
+            Turn,
+        }
+        #[derive(Deserialize)]
+        struct Setup {
+            shard: u32,
+            agents: Vec<NewAgent>,
+        }
+        #[derive(Deserialize)]
+        struct TurnShard {
+            turn: Turn,
+            shard: u32,
+            agents: Vec<AgentTurn>,
+        }
+        struct StageFirst;
+        impl<'de> serde::de::Visitor<'de> for StageFirst {
+            type Value = ShardWork;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a shard object whose first field is \"stage\"")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<ShardWork, A::Error> {
+                let first: Option<std::borrow::Cow<'de, str>> = map.next_key()?;
+                if first.as_deref() != Some("stage") {
+                    return Err(serde::de::Error::custom(format!("a shard's first field must be \"stage\", not {first:?}")));
+                }
+                let stage: Stage = map.next_value()?;
+                let rest = serde::de::value::MapAccessDeserializer::new(map);
+                Ok(match stage {
+                    Stage::Setup => {
+                        let Setup { shard, agents } = Setup::deserialize(rest)?;
+                        ShardWork::Setup { shard, agents }
+                    }
+                    Stage::Turn => {
+                        let TurnShard { turn, shard, agents } = TurnShard::deserialize(rest)?;
+                        ShardWork::Turn { turn, shard, agents }
+                    }
+                })
+            }
+        }
+        deserializer.deserialize_map(StageFirst)
+    }
 }
 
 impl ShardWork {
@@ -98,4 +150,34 @@ pub async fn uncommitted_steps(lake: &Lake, run_id: &RunId, turn: Turn) -> Resul
 /// Reads the results file of a shard; `None` until its worker wrote it.
 pub async fn read_results<R: Row>(lake: &Lake, run_id: &RunId, path: &str) -> Result<Option<Vec<R>>> {
     lake.read_once::<R>(path, &[run_id.as_str()]).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use some_sim::PostId;
+
+    #[test]
+    fn a_payload_reads_back_as_written_and_its_stage_must_come_first() {
+        let persona = some_sim::agent::persona_sets::builtin_recagent().remove(0);
+        let setup = ShardWork::Setup { shard: 3, agents: vec![NewAgent { persona, kind: AgentKind::Regular, activity: 0.25 }] };
+        let feed = vec![FeedPost { id: PostId(9), author: AgentId(4), content: "a \"quoted\" post".into() }];
+        let turn = ShardWork::Turn {
+            turn: Turn(7),
+            shard: 1,
+            agents: vec![AgentTurn { agent: AgentId(4), posts: 2, feed, memory: Recall::default(), persona: None }],
+        };
+        for work in [setup, turn] {
+            let payload = work.to_payload();
+            assert!(payload.starts_with(r#"{"stage":"#), "{payload}");
+            assert_eq!(ShardWork::from_payload(&payload).unwrap(), work);
+        }
+        let late = r#"{"turn": 7, "stage": "turn", "shard": 1, "agents": []}"#;
+        let err = ShardWork::from_payload(late).unwrap_err().to_string();
+        assert!(err.contains(r#"a shard's first field must be "stage", not Some("turn")"#), "{err}");
+        let unknown = ShardWork::from_payload(r#"{"stage": "teardown", "shard": 1}"#).unwrap_err().to_string();
+        assert!(unknown.contains("unknown variant `teardown`"), "{unknown}");
+        let missing = ShardWork::from_payload(r#"{"stage": "turn", "shard": 1, "agents": []}"#).unwrap_err().to_string();
+        assert!(missing.contains("missing field `turn`"), "{missing}");
+    }
 }
