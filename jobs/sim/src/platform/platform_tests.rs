@@ -60,6 +60,34 @@ fn likes_reblogs_comments_and_follows_change_the_counts() {
 }
 
 #[test]
+fn feeds_draw_posts_by_turn_and_removed_posts_leave_every_view() {
+    let mut p = platform(2);
+    for t in 0..4u32 {
+        let mut actions = vec![act(0, 0, Action::Post { text: format!("post {t}") })];
+        if t > 0 {
+            // On the post of the turn before.
+            let post = PostId((2 * u64::from(t)).saturating_sub(3));
+            actions.push(act(1, 0, Action::Comment { post, text: format!("re {t}") }));
+        }
+        p.apply_turn(Turn(t), actions);
+    }
+    // Ids in order of application: post 0 (turn 0), then per turn a post and a comment.
+    let since = |p: &Platform, t| p.posts_since(Turn(t)).map(|x| x.id.0).collect::<Vec<_>>();
+    assert_eq!((since(&p, 0), since(&p, 2), since(&p, 4)), (vec![0, 1, 3, 5], vec![3, 5], vec![]));
+    p.remove_post(PostId(3)).unwrap();
+    p.remove_post(PostId(4)).unwrap();
+    assert_eq!(p.remove_post(PostId(3)), Err(ApplyError::NoSuchPost(PostId(3))));
+    assert_eq!((since(&p, 0), since(&p, 2)), (vec![0, 1, 5], vec![5]));
+    assert!(p.post(PostId(3)).is_none() && p.post(PostId(99)).is_none());
+    assert_eq!(p.posts().count(), 5);
+    assert_eq!(p.post(PostId(1)).unwrap().replies, 0, "the removed comment 4 answered post 1");
+    // Ids are never reused.
+    let out = p.apply_turn(Turn(4), vec![act(0, 0, Action::Post { text: "after".into() })]);
+    assert_eq!(out[0].created, Some(PostId(7)));
+    assert_eq!(since(&p, 4), [7]);
+}
+
+#[test]
 fn refused_actions_are_recorded_and_change_nothing() {
     let mut p = platform(2);
     p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "hello".into() }), act(1, 0, Action::Like { post: PostId(0) })]);
