@@ -95,24 +95,23 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
     let mut cancel_checked: Option<Instant> = None;
     let mut committing: Option<Committing> = None;
     while turn < end {
-        // A read of the runs table: once a second is prompt enough, and
-        // keeps it out of turns that take a tenth of one.
-        let check = cancel_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
-        if check {
+        // A read of the runs table and the interventions: once a second is
+        // prompt enough, and keeps them out of turns that take a tenth of
+        // one. Neither waits for the turn before to land: a turn that
+        // takes longer than that would never overlap its commit.
+        if cancel_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
             cancel_checked = Some(Instant::now());
-            // What is read next must see the turns applied so far committed
-            // (interventions they applied are no longer pending).
-            landed(committing.take(), &mut out).await?;
-        }
-        if check && load_sim(lake, &spec.run_id).await?.cancelled {
-            tracing::info!(run = %spec.run_id, turn = turn.0, "run cancelled: stopping");
-            out.cancelled = true;
-            return Ok(out);
-        }
-        // Interventions submitted while the run goes are taken at the
-        // first turn that starts after they are seen.
-        if check && out.turns > 0 {
-            pending = Pending::load(lake, spec).await?;
+            if load_sim(lake, &spec.run_id).await?.cancelled {
+                landed(committing.take(), &mut out).await?;
+                tracing::info!(run = %spec.run_id, turn = turn.0, "run cancelled: stopping");
+                out.cancelled = true;
+                return Ok(out);
+            }
+            // Interventions submitted while the run goes are taken at the
+            // first turn that starts after they are seen.
+            if out.turns > 0 {
+                pending.reload(lake, spec).await?;
+            }
         }
         let due = pending.due(turn);
         if let Some(v) = vectors.as_mut() {

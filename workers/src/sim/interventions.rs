@@ -75,23 +75,42 @@ async fn read(lake: &Lake, spec: &SimSpec) -> Result<Vec<SimInterventionRow>> {
 #[derive(Debug, Default)]
 pub struct Pending {
     rows: Vec<SimInterventionRow>,
+    /// Requests this coordinator handed to turns, by batch and line: a
+    /// turn's commit may not have landed when the requests are read again,
+    /// and they must not be taken twice.
+    taken: BTreeSet<(String, i64)>,
 }
 
 impl Pending {
     pub async fn load(lake: &Lake, spec: &SimSpec) -> Result<Pending> {
+        let mut pending = Pending::default();
+        pending.reload(lake, spec).await?;
+        Ok(pending)
+    }
+
+    /// Reads the requests again: those submitted since are added, those
+    /// applied by a committed turn or taken by a turn of this coordinator
+    /// left out.
+    pub async fn reload(&mut self, lake: &Lake, spec: &SimSpec) -> Result<()> {
         let rows = read(lake, spec).await?;
         let applied: BTreeSet<(String, i64)> =
             rows.iter().filter(|r| r.applied_turn.is_some()).map(|r| (r.batch.clone(), r.line)).collect();
-        let mut rows: Vec<SimInterventionRow> =
-            rows.into_iter().filter(|r| r.applied_turn.is_none() && !applied.contains(&(r.batch.clone(), r.line))).collect();
+        let open = |r: &SimInterventionRow| {
+            let key = (r.batch.clone(), r.line);
+            r.applied_turn.is_none() && !applied.contains(&key) && !self.taken.contains(&key)
+        };
+        let mut rows: Vec<SimInterventionRow> = rows.into_iter().filter(open).collect();
         rows.sort_by_key(order);
-        Ok(Pending { rows })
+        self.rows = rows;
+        Ok(())
     }
 
     /// Takes the requests due at `turn`, in order.
     pub fn due(&mut self, turn: Turn) -> Vec<SimInterventionRow> {
-        let (due, later) = std::mem::take(&mut self.rows).into_iter().partition(|r| r.requested_turn <= i64::from(turn.0));
+        let (due, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.rows).into_iter().partition(|r| r.requested_turn <= i64::from(turn.0));
         self.rows = later;
+        self.taken.extend(due.iter().map(|r| (r.batch.clone(), r.line)));
         due
     }
 }
