@@ -188,3 +188,30 @@ pub async fn injected_posts(lake: &Lake, spec: &SimSpec, last: i64) -> Result<BT
     let injected = |r: &SimInterventionRow| matches!(serde_json::from_str(&r.event), Ok(Event::Post { .. }));
     Ok(applied.into_values().flatten().filter(injected).filter_map(|r| r.post_id).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::LakeLocation;
+    use crate::sim::PersonaSet;
+
+    #[tokio::test]
+    async fn requests_a_turn_took_are_not_taken_again_before_it_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&LakeLocation::Local(dir.path().join("lake"))).await.unwrap();
+        let spec = SimSpec::new(some_schemas::RunId("run".into()), "m", Vec::new(), some_sim::Preset::paper(), PersonaSet::Builtin);
+        let submitted = |text: &str, at| check(text, Some(Turn(at)), &spec, None).unwrap();
+        submit(&lake, &spec, &submitted(r#"{"type": "mute", "account": 3}"#, 2), "first.jsonl").await.unwrap();
+        let mut pending = Pending::load(&lake, &spec).await.unwrap();
+        assert!(pending.due(Turn(1)).is_empty());
+        assert_eq!(pending.due(Turn(2)).len(), 1);
+        // Turn 2's commit has not landed: its request is still open in the lake.
+        pending.reload(&lake, &spec).await.unwrap();
+        assert!(pending.due(Turn(3)).is_empty(), "taken by turn 2 already");
+        submit(&lake, &spec, &submitted(r#"{"type": "boost", "account": 4}"#, 3), "second.jsonl").await.unwrap();
+        pending.reload(&lake, &spec).await.unwrap();
+        assert_eq!(pending.due(Turn(3)).len(), 1, "submitted since");
+        // A coordinator that starts again runs turn 2 again, and takes its request again.
+        assert_eq!(Pending::load(&lake, &spec).await.unwrap().due(Turn(3)).len(), 2);
+    }
+}
