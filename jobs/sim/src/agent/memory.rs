@@ -243,6 +243,8 @@ impl Remembers for Recall {
         match change {
             Remembered::Read(entry) => {
                 if entry.engaged() {
+                    // Held for every agent until it reflects: no doubling slack.
+                    crate::platform::sorted::make_room(&mut self.engaged);
                     self.engaged.push((self.read, entry.clone()));
                 }
                 self.read += 1;

@@ -18,6 +18,7 @@
 //!   reblogging one's own post is allowed, as in Mastodon; liking or
 //!   reblogging twice is refused.
 
+pub mod chunked;
 pub mod ids;
 pub mod sorted;
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use some_schemas::sim::ActionKind;
 
+use crate::platform::chunked::Chunked;
 use crate::platform::ids::{AgentId, PostId, Turn};
 use crate::platform::sorted::{SortedMap, SortedSet};
 
@@ -144,8 +146,9 @@ pub struct Platform {
     agents: BTreeSet<AgentId>,
     /// Posts and comments, each at the index of its id (ids are dense from
     /// 0); `None` once removed. A B-tree cost twice the posts' own size in
-    /// half-full nodes, the largest part of what a turn added to memory.
-    posts: Vec<Option<Post>>,
+    /// half-full nodes, the largest part of what a turn added to memory;
+    /// one vector copied them all whenever it grew.
+    posts: Chunked<Option<Post>>,
     /// The ids of posts (not comments), ascending: what feeds draw their
     /// candidates from, without walking past every comment.
     timeline: Vec<PostId>,
@@ -201,7 +204,7 @@ impl Platform {
     }
     /// Posts and comments, by id.
     pub fn posts(&self) -> impl DoubleEndedIterator<Item = &Post> {
-        self.posts.iter().flatten()
+        self.posts.iter().filter_map(Option::as_ref)
     }
     /// Posts (not comments) created at or after `since`, oldest first.
     pub fn posts_since(&self, since: Turn) -> impl Iterator<Item = &Post> {
