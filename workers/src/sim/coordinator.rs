@@ -140,7 +140,7 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
         .map(|(persona, activity)| NewAgent { kind: spec.preset.kind_of(persona.id), persona, activity })
         .collect();
     progress.phase("agents set up", Some(agents.len() as u64));
-    let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
+    let shards = in_shards(agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
     let paths = publish(lake, queue, spec, &shards).await?;
     let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
     // The setup commits once: a coordinator that died after this commit
@@ -271,9 +271,10 @@ async fn one_turn(
         Phase::Seeding => 0,
         Phase::Stage(_) => agents.iter().filter(|a| a.feed.is_empty()).count(),
     };
+    let active = agents.len();
     out.feed_time += started.elapsed();
-    let shards = in_shards(&agents, spec, |shard, agents| ShardWork::Turn { turn, shard, agents });
-    progress.phase(&format!("turn {turn}"), Some(agents.len() as u64));
+    let shards = in_shards(agents, spec, |shard, agents| ShardWork::Turn { turn, shard, agents });
+    progress.phase(&format!("turn {turn}"), Some(active as u64));
     let waited = Instant::now();
     // One transaction per turn, named by the turn: a coordinator that died
     // after its commit landed and runs the turn again commits nothing. The
@@ -325,7 +326,7 @@ async fn one_turn(
         Phase::Seeding => 0,
         Phase::Stage(n) => n,
     };
-    let turn_row = turn_row(run, turn, stage, agents.len(), &outcomes, state.platform.history_digest(), Timestamp::now());
+    let turn_row = turn_row(run, turn, stage, active, &outcomes, state.platform.history_digest(), Timestamp::now());
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
     let acted = outcomes.len();
     state.turns.push(turn_row.clone());
@@ -356,11 +357,11 @@ async fn one_turn(
         Ok(())
     };
     let commit = Committing { task: tokio::spawn(write), started: Instant::now() };
-    tracing::info!(turn = turn.0, active = agents.len(), empty_feeds, actions = acted, refused, unread_replies = failures, "turn applied");
+    tracing::info!(turn = turn.0, active, empty_feeds, actions = acted, refused, unread_replies = failures, "turn applied");
     if empty_feeds > 0 {
-        tracing::warn!(turn = turn.0, empty_feeds, active = agents.len(), "active agents were shown an empty feed");
+        tracing::warn!(turn = turn.0, empty_feeds, active, "active agents were shown an empty feed");
     }
-    Ok((agents.len(), commit))
+    Ok((active, commit))
 }
 
 /// Who acts in `turn`, with what feed and how many posts to write; and the
@@ -453,9 +454,16 @@ fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> V
 
 /// `items` cut into the run's shards, numbered from 0 (the numbers name
 /// the shards' results files, so they must not depend on anything but the
-/// items and the spec).
-fn in_shards<T: Clone>(items: &[T], spec: &SimSpec, shard: impl Fn(u32, Vec<T>) -> ShardWork) -> Vec<ShardWork> {
-    items.chunks(spec.shard_size.max(1)).enumerate().map(|(i, chunk)| shard(i as u32, chunk.to_vec())).collect()
+/// items and the spec). Takes the items: a turn's are every active
+/// agent's feed and memory, too many to copy.
+fn in_shards<T>(items: Vec<T>, spec: &SimSpec, shard: impl Fn(u32, Vec<T>) -> ShardWork) -> Vec<ShardWork> {
+    let size = spec.shard_size.max(1);
+    let mut items = items.into_iter().peekable();
+    let mut shards = Vec::new();
+    while items.peek().is_some() {
+        shards.push(shard(shards.len() as u32, items.by_ref().take(size).collect()));
+    }
+    shards
 }
 
 /// Publishes the shards whose results are not written yet; returns every

@@ -66,12 +66,14 @@ impl DigestIndex {
             .posts_since(since)
             .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(&p.author)))
             .map(|p| {
-                let score = ranker.scorer.score(
-                    p.reblogs.len() as i64,
-                    p.likes.len() as i64,
-                    i64::from(p.replies),
-                    platform.followers_count(p.author) as i64,
-                );
+                let (reblogs, likes, replies) = (p.reblogs.len() as i64, p.likes.len() as i64, i64::from(p.replies));
+                // Without engagement every scorer gives 0, whatever the
+                // author's followers: most posts skip that look-up.
+                let score = if reblogs == 0 && likes == 0 && replies == 0 {
+                    0.0
+                } else {
+                    ranker.scorer.score(reblogs, likes, replies, platform.followers_count(p.author) as i64)
+                };
                 (Scored { post: p.id, score }, p.turn)
             })
             .partition(|(s, _)| s.score > 0.0);

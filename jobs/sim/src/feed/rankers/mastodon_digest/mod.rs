@@ -184,6 +184,10 @@ mod tests {
     #[test]
     fn the_four_scorers_match_the_golden_values() {
         let scorers = [Scorer::ExtendedSimpleWeighted, Scorer::SimpleWeighted, Scorer::ExtendedSimple, Scorer::Simple];
+        // The feed index skips the followers of posts without engagement.
+        for s in scorers {
+            assert!([-1, 0, 1, 10_000].iter().all(|f| s.score(0, 0, 0, *f) == 0.0), "{s:?} scores a post without engagement");
+        }
         for ((r, l, c, f), want) in GOLDEN {
             for (s, w) in scorers.iter().zip(want) {
                 let got = s.score(r, l, c, f);
