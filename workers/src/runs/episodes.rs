@@ -196,41 +196,67 @@ impl Runner {
     /// Runs a shard, committing episodes as they finish; returns them once
     /// all are durable. On an error, what finished before it is committed
     /// first (best effort), so a redelivery does not run it again.
+    ///
+    /// A commit runs beside the episodes, never while they wait: an episode
+    /// and a commit both take the lake's lock, and a lock handed to an
+    /// episode that is not polled (its stream waiting on the commit) would
+    /// never be given back.
     pub async fn run_shard(&self, spec: &RunSpec, queries: &[QueryAttempt], progress: &dyn Progress) -> Result<Vec<Finished>> {
         let concurrency = spec.concurrency.max(1);
         // Owned items: a closure over borrowed ones is not provably Send when
         // a worker spawns this future.
         let mut running = futures::stream::iter(queries.iter().cloned().map(|q| async move { self.run_one(spec, &q).await }))
             .buffer_unordered(concurrency);
-        let mut all = Vec::with_capacity(queries.len());
-        let mut pending = 0;
+        let mut committed = Vec::with_capacity(queries.len());
+        let mut finished = Vec::new();
         let mut due: Option<tokio::time::Instant> = None;
-        loop {
+        let mut committing: Option<futures::future::BoxFuture<'_, (Vec<Finished>, Result<()>)>> = None;
+        let mut ran_all = false;
+        let failed = loop {
+            if ran_all && committing.is_none() && finished.is_empty() {
+                break None;
+            }
             let deadline = due.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
             tokio::select! {
-                next = running.next() => match next {
-                    Some(Ok(finished)) => {
-                        progress.item(&finished.line());
-                        all.push(finished);
-                        pending += 1;
+                next = running.next(), if !ran_all => match next {
+                    Some(Ok(f)) => {
+                        progress.item(&f.line());
+                        finished.push(f);
                         due.get_or_insert_with(|| tokio::time::Instant::now() + COMMIT_WITHIN);
                     }
-                    Some(Err(e)) => {
-                        if let Err(lost) = self.commit(&all[all.len() - pending..]).await {
-                            tracing::warn!(error = %lost, episodes = pending, "could not commit the episodes finished before a failure");
-                        }
-                        return Err(e);
-                    }
-                    None => break,
+                    Some(Err(e)) => break Some(e),
+                    None => (ran_all, due) = (true, Some(tokio::time::Instant::now())),
                 },
-                _ = tokio::time::sleep_until(deadline), if due.is_some() => {
-                    self.commit(&all[all.len() - pending..]).await?;
-                    (pending, due) = (0, None);
+                (batch, landed) = async { committing.as_mut().expect("polled only when under way").await }, if committing.is_some() => {
+                    committing = None;
+                    landed?;
+                    committed.extend(batch);
+                }
+                _ = tokio::time::sleep_until(deadline), if due.is_some() && committing.is_none() => {
+                    committing = Some(Box::pin(self.commit_batch(std::mem::take(&mut finished))));
+                    due = None;
                 }
             }
+        };
+        let Some(e) = failed else { return Ok(committed) };
+        // The episodes still running go first: one may hold the lock the
+        // commits need.
+        drop(running);
+        if let Some(c) = committing
+            && let (batch, Err(_)) = c.await
+        {
+            finished.extend(batch);
         }
-        self.commit(&all[all.len() - pending..]).await?;
-        Ok(all)
+        if let (_, Err(lost)) = self.commit_batch(finished).await {
+            tracing::warn!(error = %lost, "could not commit the episodes finished before a failure");
+        }
+        Err(e)
+    }
+
+    /// Commits `batch` and hands it back.
+    async fn commit_batch(&self, batch: Vec<Finished>) -> (Vec<Finished>, Result<()>) {
+        let landed = self.commit(&batch).await;
+        (batch, landed)
     }
 
     /// Commits finished episodes with their scores as one transaction.
