@@ -100,8 +100,10 @@ impl SimRunner {
 
     /// Runs `work` for each agent, `concurrency` at once, each a task of its
     /// own (a shard's agents use every core: prompts, relevance and replies
-    /// are CPU work when the model answers fast); results in order. Each
-    /// agent done advances `progress` by one.
+    /// are CPU work when the model answers fast); results in order. An
+    /// agent starts as soon as any other ends, not only the oldest: the
+    /// shard's calls stay `concurrency` deep behind a slow one. Each agent
+    /// done advances `progress` by one.
     async fn each<T, R>(
         self: &Arc<Self>,
         agents: Vec<T>,
@@ -111,15 +113,17 @@ impl SimRunner {
     where
         R: Send + 'static,
     {
-        let tasks = agents.into_iter().map(|agent| {
+        let tasks = agents.into_iter().enumerate().map(|(at, agent)| {
             let task = tokio::spawn(work(self.clone(), agent));
             async move {
                 let done = task.await.map_err(|e| Error::Task(format!("an agent's step stopped: {e}")))?;
                 progress.advance(1);
-                done
+                done.map(|r| (at, r))
             }
         });
-        futures::stream::iter(tasks).buffered(self.spec.concurrency.max(1)).try_collect().await
+        let mut done: Vec<(usize, R)> = futures::stream::iter(tasks).buffer_unordered(self.spec.concurrency.max(1)).try_collect().await?;
+        done.sort_unstable_by_key(|(at, _)| *at);
+        Ok(done.into_iter().map(|(_, r)| r).collect())
     }
 
     /// The model of the agent's group ([`SimSpec::group_of`]).
