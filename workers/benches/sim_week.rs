@@ -21,7 +21,8 @@
 //! that grows with the turns already run shows; at the end, the peak.
 //!
 //! `cargo bench -p some-workers --bench sim_week`; `SOME_BENCH_AGENTS` and
-//! `SOME_BENCH_TURNS` for a smaller run, `SOME_BENCH_QUEUE` for another
+//! `SOME_BENCH_TURNS` for a smaller run, `SOME_BENCH_SHARD_SIZE` for
+//! another shard size (default 250), `SOME_BENCH_QUEUE` for another
 //! broker, `SOME_BENCH_MODES=memory` to skip RabbitMQ.
 
 use std::net::SocketAddr;
@@ -178,7 +179,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         spec.knowledge = some_workers::sim::KnowledgeSource::None;
         spec.relevance = RelevanceSource::Tfidf;
         spec.step.browse = BrowseMode::Batched;
-        spec.shard_size = 250;
+        spec.shard_size = env("SOME_BENCH_SHARD_SIZE", 250) as usize;
         spec.concurrency = AGENTS_AT_ONCE;
         record_event(&lake, &spec, RunEvent::Submitted).await?;
         let config = WorkerConfig {
