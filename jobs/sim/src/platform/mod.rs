@@ -140,6 +140,28 @@ pub struct Outcome {
     pub result: Result<(), ApplyError>,
 }
 
+/// The likes and reblogs of the turn being applied, as (agent, post) in
+/// the order applied. They reach their posts' sorted vectors when the turn
+/// ends, each post's at once: one at a time, a post liked by thousands in
+/// a turn moved its vector once per like, the most of applying a turn at
+/// a million agents.
+#[derive(Debug, Default)]
+struct Engagements {
+    likes: Vec<(AgentId, PostId)>,
+    reblogs: Vec<(AgentId, PostId)>,
+}
+
+impl Engagements {
+    /// The posts `agent` liked so far this turn: an agent's actions are
+    /// applied together, so they are the last ones.
+    fn likes_of(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
+        self.likes.iter().rev().take_while(move |(a, _)| *a == agent).map(|(_, p)| *p)
+    }
+    fn reblogs_of(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
+        self.reblogs.iter().rev().take_while(move |(a, _)| *a == agent).map(|(_, p)| *p)
+    }
+}
+
 /// The whole platform state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Platform {
@@ -337,15 +359,17 @@ impl Platform {
         actions.sort_by_key(|a| (a.agent, a.seq));
         let mut out = Vec::with_capacity(actions.len());
         let mut last: Option<(AgentId, u32)> = None;
+        let mut engagements = Engagements::default();
         for a in actions {
-            let result = if last == Some((a.agent, a.seq)) { Err(ApplyError::DuplicateSeq(a.seq)) } else { self.check(&a) };
+            let result = if last == Some((a.agent, a.seq)) { Err(ApplyError::DuplicateSeq(a.seq)) } else { self.check(&a, &engagements) };
             last = Some((a.agent, a.seq));
             let created = match result {
-                Ok(()) => self.change(turn, &a),
+                Ok(()) => self.change(turn, &a, &mut engagements),
                 Err(_) => None,
             };
             out.push(Outcome { agent: a.agent, seq: a.seq, action: a.action, created, result });
         }
+        self.add_engagements(turn, engagements);
         // Serialising plain data to JSON cannot fail; an empty record would
         // still chain the turn number.
         let record = serde_json::to_vec(&out).unwrap_or_default();
@@ -394,7 +418,7 @@ impl Platform {
     }
 
     /// Validates without changing anything.
-    fn check(&self, a: &AgentAction) -> Result<(), ApplyError> {
+    fn check(&self, a: &AgentAction, turn: &Engagements) -> Result<(), ApplyError> {
         if !self.agents.contains(&a.agent) {
             return Err(ApplyError::UnknownAgent(a.agent));
         }
@@ -402,11 +426,19 @@ impl Platform {
             Action::Browse { posts } => posts.iter().try_for_each(|p| self.post_exists(*p).map(|_| ())),
             Action::Like { post } => {
                 let p = self.post_exists(*post)?;
-                if p.likes.contains(&a.agent) { Err(ApplyError::AlreadyLiked(*post)) } else { Ok(()) }
+                if p.likes.contains(&a.agent) || turn.likes_of(a.agent).any(|p| p == *post) {
+                    Err(ApplyError::AlreadyLiked(*post))
+                } else {
+                    Ok(())
+                }
             }
             Action::Reblog { post } => {
                 let p = self.post_exists(*post)?;
-                if p.reblogs.contains_key(&a.agent) { Err(ApplyError::AlreadyReblogged(*post)) } else { Ok(()) }
+                if p.reblogs.contains_key(&a.agent) || turn.reblogs_of(a.agent).any(|p| p == *post) {
+                    Err(ApplyError::AlreadyReblogged(*post))
+                } else {
+                    Ok(())
+                }
             }
             Action::Comment { post, text } => {
                 self.post_exists(*post)?;
@@ -423,24 +455,21 @@ impl Platform {
         }
     }
 
-    /// Applies a checked action; returns the post it created.
-    fn change(&mut self, turn: Turn, a: &AgentAction) -> Option<PostId> {
+    /// Applies a checked action; returns the post it created. Likes and
+    /// reblogs reach their posts when the turn ends ([`Engagements`]).
+    fn change(&mut self, turn: Turn, a: &AgentAction, engagements: &mut Engagements) -> Option<PostId> {
         match &a.action {
             Action::Browse { posts } => {
                 self.seen.entry(a.agent).or_default().extend(posts.iter().copied());
                 None
             }
             Action::Like { post } => {
-                if let Some(p) = self.post_mut(*post) {
-                    p.likes.insert(a.agent);
-                }
+                engagements.likes.push((a.agent, *post));
                 self.engaged.entry(a.agent).or_default().insert(*post);
                 None
             }
             Action::Reblog { post } => {
-                if let Some(p) = self.post_mut(*post) {
-                    p.reblogs.insert(a.agent, turn);
-                }
+                engagements.reblogs.push((a.agent, *post));
                 self.engaged.entry(a.agent).or_default().insert(*post);
                 None
             }
@@ -454,6 +483,21 @@ impl Platform {
             Action::Follow { agent } => {
                 self.follow(a.agent, *agent);
                 None
+            }
+        }
+    }
+
+    /// Gives the turn's likes and reblogs to their posts, each post's at once.
+    fn add_engagements(&mut self, turn: Turn, mut engagements: Engagements) {
+        for (likes, list) in [(true, &mut engagements.likes), (false, &mut engagements.reblogs)] {
+            list.sort_by_key(|(agent, post)| (*post, *agent));
+            for by_post in list.chunk_by(|a, b| a.1 == b.1) {
+                let Some(p) = self.post_mut(by_post[0].1) else { continue };
+                if likes {
+                    p.likes.insert_all(by_post.iter().map(|(agent, _)| *agent).collect());
+                } else {
+                    p.reblogs.insert_all(by_post.iter().map(|(agent, _)| (*agent, turn)).collect());
+                }
             }
         }
     }

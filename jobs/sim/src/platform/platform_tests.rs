@@ -163,3 +163,38 @@ fn the_history_digest_follows_every_change_and_order() {
     assert_ne!(a.history_digest(), c.history_digest(), "nor does an empty turn go unrecorded");
     assert_eq!(a.digest(), c.digest());
 }
+
+#[test]
+fn a_turn_refuses_a_second_like_or_reblog_of_one_post_and_keeps_the_rest() {
+    let mut p = platform(5);
+    p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "popular".into() }), act(0, 1, Action::Post { text: "other".into() })]);
+    p.apply_turn(Turn(1), vec![act(3, 0, Action::Like { post: PostId(0) })]);
+    let out = p.apply_turn(
+        Turn(2),
+        vec![
+            act(4, 0, Action::Like { post: PostId(0) }),
+            act(1, 0, Action::Like { post: PostId(0) }),
+            act(1, 1, Action::Reblog { post: PostId(0) }),
+            act(1, 2, Action::Like { post: PostId(1) }),
+            act(1, 3, Action::Like { post: PostId(0) }),
+            act(1, 4, Action::Reblog { post: PostId(0) }),
+            act(2, 0, Action::Like { post: PostId(0) }),
+            act(3, 0, Action::Like { post: PostId(0) }),
+        ],
+    );
+    let refused: Vec<_> = out.iter().filter_map(|o| o.result.clone().err().map(|e| (o.agent.0, o.seq, e))).collect();
+    assert_eq!(
+        refused,
+        [
+            (1, 3, ApplyError::AlreadyLiked(PostId(0))),
+            (1, 4, ApplyError::AlreadyReblogged(PostId(0))),
+            (3, 0, ApplyError::AlreadyLiked(PostId(0)))
+        ]
+    );
+    let popular = p.post(PostId(0)).unwrap();
+    assert_eq!(popular.likes.iter().map(|a| a.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(popular.reblogs.iter().map(|(a, t)| (a.0, t.0)).collect::<Vec<_>>(), [(1, 2)]);
+    assert_eq!(p.post(PostId(1)).unwrap().likes.iter().map(|a| a.0).collect::<Vec<_>>(), [1]);
+    let again = p.apply_turn(Turn(3), vec![act(2, 0, Action::Like { post: PostId(0) })]);
+    assert_eq!(again[0].result, Err(ApplyError::AlreadyLiked(PostId(0))));
+}

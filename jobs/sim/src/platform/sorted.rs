@@ -23,6 +23,40 @@ pub fn make_room<T>(items: &mut Vec<T>) {
     }
 }
 
+/// Adds `new` to `items` (both ascending by `key`) as inserting each in
+/// turn would (a repeated key keeps the last value), in one pass: one by
+/// one, each moves the vector's tail, and a post that thousands of agents
+/// like in one turn made those moves most of applying the turn.
+fn insert_all<T, K: Ord>(items: &mut Vec<T>, mut new: Vec<T>, key: impl Fn(&T) -> K) {
+    new.reverse();
+    new.sort_by(|a, b| key(a).cmp(&key(b)));
+    new.dedup_by(|later, earlier| key(later) == key(earlier));
+    let Some(first) = new.first() else { return };
+    if items.last().is_none_or(|last| key(last) < key(first)) {
+        if items.capacity() - items.len() < new.len() {
+            items.reserve_exact(new.len().max(items.len() / 8));
+        }
+        items.extend(new);
+        return;
+    }
+    let total = items.len() + new.len();
+    let mut merged = Vec::with_capacity(total + total / 8);
+    let (mut old, mut new) = (std::mem::take(items).into_iter().peekable(), new.into_iter().peekable());
+    while let (Some(o), Some(n)) = (old.peek(), new.peek()) {
+        match key(o).cmp(&key(n)) {
+            std::cmp::Ordering::Less => merged.extend(old.next()),
+            std::cmp::Ordering::Greater => merged.extend(new.next()),
+            std::cmp::Ordering::Equal => {
+                old.next();
+                merged.extend(new.next());
+            }
+        }
+    }
+    merged.extend(old);
+    merged.extend(new);
+    *items = merged;
+}
+
 /// A set kept as an ascending vector without repeats.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "Vec<T>", into = "Vec<T>")]
@@ -58,6 +92,13 @@ impl<T: Ord> SortedSet<T> {
     }
     pub fn contains(&self, item: &T) -> bool {
         self.0.binary_search(item).is_ok()
+    }
+    /// Adds many at once, in one pass (see [`insert_all`]).
+    pub fn insert_all(&mut self, items: Vec<T>)
+    where
+        T: Copy,
+    {
+        insert_all(&mut self.0, items, |i| *i);
     }
     pub fn len(&self) -> usize {
         self.0.len()
@@ -129,6 +170,13 @@ impl<K: Ord, V> SortedMap<K, V> {
                 None
             }
         }
+    }
+    /// Sets many entries at once, in one pass (see [`insert_all`]).
+    pub fn insert_all(&mut self, entries: Vec<(K, V)>)
+    where
+        K: Copy,
+    {
+        insert_all(&mut self.0, entries, |(k, _)| *k);
     }
     pub fn get(&self, key: &K) -> Option<&V> {
         self.find(key).ok().map(|at| &self.0[at].1)
@@ -206,6 +254,19 @@ mod tests {
             );
         }
         assert!(set.iter().eq(btree_set.iter()) && set.len() == btree_set.len());
+        for round in 0..50u32 {
+            let batch: Vec<u32> = (0..rng.random_range(0..40)).map(|_| rng.random_range(0..400u32)).collect();
+            let entries: Vec<(u32, u32)> = batch.iter().map(|k| (*k, round * 100 + k % 7)).collect();
+            set.insert_all(batch.clone());
+            btree_set.extend(batch);
+            map.insert_all(entries.clone());
+            btree_map.extend(entries);
+            assert!(set.iter().eq(btree_set.iter()), "round {round}");
+            assert!(map.iter().eq(btree_map.iter()), "round {round}");
+        }
+        set.insert_all(vec![1001, 1000, 1001]);
+        btree_set.extend([1001, 1000]);
+        assert!(set.iter().eq(btree_set.iter()), "added past the end");
         assert!(map.iter().eq(btree_map.iter()) && map.keys().eq(btree_map.keys()));
         let json = serde_json::to_string(&map).unwrap();
         assert_eq!(serde_json::from_str::<SortedMap<u32, u32>>(&json).unwrap(), map);
