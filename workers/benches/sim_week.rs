@@ -237,13 +237,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let per_agent_turn = calls as f64 / (week.agent_turns as f64).max(1.0);
         let mean_chars = chars as f64 / (calls as f64).max(1.0);
         println!(
-            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 15,000 at 10,000 agents, 16,000 at a million); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms (and {:.1} ms written beside the next turn's steps); feeds + commits {share:.1}% of the week (target < 15%); peak resident {:.2} GB (this process{}); {per_agent_turn:.2} model calls per agent-turn (mean prompt {mean_chars:.0} characters), so the endpoint alone allows {:.0} agent-turns/s",
+            "sim {mode}: {agents} agents set up in {setup_secs:.1} s; {} turns, {} active agent-turns in {secs:.1} s: {:.0} agent-turns/s (target >= 15,000 at 10,000 agents, 16,000 at a million); per turn: feeds {:.1} ms, steps {:.1} ms, commit {:.1} ms (of which applying the steps {:.1} ms; and {:.1} ms written beside the next turn's steps); feeds + commits {share:.1}% of the week (target < 15%); peak resident {:.2} GB (this process{}); {per_agent_turn:.2} model calls per agent-turn (mean prompt {mean_chars:.0} characters), so the endpoint alone allows {:.0} agent-turns/s",
             week.turns,
             week.agent_turns,
             week.agent_turns as f64 / secs.max(1e-9),
             per_turn(week.feed_time),
             per_turn(week.step_time),
             per_turn(week.commit_time),
+            per_turn(week.apply_time),
             per_turn(week.commit_behind),
             memory_gb("VmHWM"),
             if mode == "memory" { ", workers included" } else { ": the coordinator" },

@@ -24,7 +24,7 @@
 //! seeded run with a deterministic model therefore replays to the same
 //! digest, whatever was killed on the way.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use some_jobs::progress::Progress;
@@ -33,6 +33,7 @@ use some_schemas::{Job, JobKind, JobMessage, Timestamp};
 use some_sim::agent::memory::{Recall, Remembers, Stored};
 use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
+use some_sim::feed::Authors;
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
 
@@ -64,6 +65,10 @@ pub struct Drive {
     /// Applying the steps and committing the turns, as far as the turns
     /// waited for it.
     pub commit_time: Duration,
+    /// Of `commit_time`, reading the steps and applying them to the state
+    /// (the rest is waiting for the turn before to land, and for the
+    /// turn's feeds file).
+    pub apply_time: Duration,
     /// Writing and committing turns while the next turn's steps ran: time
     /// the turns did not wait for.
     pub commit_behind: Duration,
@@ -331,6 +336,7 @@ async fn one_turn(
     let acted = outcomes.len();
     state.turns.push(turn_row.clone());
     out.commit_time += applying.elapsed();
+    out.apply_time += applying.elapsed();
     progress.finish();
     let run = run.to_string();
     let write = async move {
@@ -392,7 +398,7 @@ fn plan_turn(
         return Ok((agents, Vec::new()));
     };
     // News accounts that interventions opened are read in every stage.
-    let authors: BTreeSet<AgentId> = state
+    let authors: Authors = state
         .agents
         .iter()
         .map(|a| a.persona.id)

@@ -76,6 +76,33 @@ pub struct Candidate {
 /// The score a boosted post's feed row records.
 pub const BOOSTED_SCORE: f64 = f64::MAX;
 
+/// The accounts whose posts a stage's feeds show, as a bitmap by id:
+/// ranking a turn's feeds tests every post of the run against it, and a
+/// bit costs less than a search of a B-tree of a million accounts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Authors(Vec<u64>);
+
+impl Authors {
+    pub fn contains(&self, account: AgentId) -> bool {
+        let i = account.0 as usize;
+        self.0.get(i / 64).is_some_and(|word| word & (1 << (i % 64)) != 0)
+    }
+}
+
+impl FromIterator<AgentId> for Authors {
+    fn from_iter<I: IntoIterator<Item = AgentId>>(accounts: I) -> Self {
+        let mut words = Vec::new();
+        for a in accounts {
+            let i = a.0 as usize;
+            if words.len() <= i / 64 {
+                words.resize(i / 64 + 1, 0);
+            }
+            words[i / 64] |= 1 << (i % 64);
+        }
+        Authors(words)
+    }
+}
+
 /// A post of a feed with its score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ranked {
@@ -93,13 +120,7 @@ pub trait Ranker: Send + Sync {
     /// Every viewer's [`feed`] at the start of `now`. Each viewer's
     /// candidates are ranked alone unless the ranker can share the work
     /// between viewers.
-    fn feeds<'a>(
-        &'a self,
-        platform: &'a Platform,
-        now: Turn,
-        settings: &'a FeedSettings,
-        authors: Option<&'a BTreeSet<AgentId>>,
-    ) -> Feeds<'a> {
+    fn feeds<'a>(&'a self, platform: &'a Platform, now: Turn, settings: &'a FeedSettings, authors: Option<&'a Authors>) -> Feeds<'a> {
         Box::new(move |viewer| feed(platform, self, viewer, now, settings, authors))
     }
 }
@@ -116,13 +137,7 @@ pub fn sort_ranked(scored: &mut [(Ranked, Turn)]) {
 
 /// The candidates of `viewer`'s feed at the start of turn `now`: unread
 /// posts, or, once none is left, the posts shown before.
-pub fn candidates(
-    platform: &Platform,
-    viewer: AgentId,
-    now: Turn,
-    settings: &FeedSettings,
-    authors: Option<&BTreeSet<AgentId>>,
-) -> Vec<Candidate> {
+pub fn candidates(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettings, authors: Option<&Authors>) -> Vec<Candidate> {
     let unread = gather(platform, viewer, now, settings, authors);
     if unread.is_empty() && settings.drop_seen {
         return gather(platform, viewer, now, &FeedSettings { drop_seen: false, ..settings.clone() }, authors);
@@ -130,7 +145,7 @@ pub fn candidates(
     unread
 }
 
-fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettings, authors: Option<&BTreeSet<AgentId>>) -> Vec<Candidate> {
+fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettings, authors: Option<&Authors>) -> Vec<Candidate> {
     let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
     let followees: BTreeSet<AgentId> = match settings.timeline {
         Timeline::Home => platform.followees(viewer).collect(),
@@ -139,7 +154,7 @@ fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettin
     platform
         .posts_since(since)
         .filter(|p| p.turn < now && p.author != viewer && !platform.is_muted(p.author))
-        .filter(|p| authors.is_none_or(|a| a.contains(&p.author)))
+        .filter(|p| authors.is_none_or(|a| a.contains(p.author)))
         .filter(|p| !platform.has_engaged(viewer, p))
         .filter(|p| !settings.drop_seen || !platform.has_seen(viewer, p.id))
         .filter(|p| {
@@ -164,7 +179,7 @@ pub fn feed<R: Ranker + ?Sized>(
     viewer: AgentId,
     now: Turn,
     settings: &FeedSettings,
-    authors: Option<&BTreeSet<AgentId>>,
+    authors: Option<&Authors>,
 ) -> Vec<Ranked> {
     let (mut boosted, others): (Vec<Candidate>, Vec<Candidate>) =
         candidates(platform, viewer, now, settings, authors).into_iter().partition(|c| platform.boosted().contains(&c.author));
@@ -184,6 +199,18 @@ mod tests {
 
     fn act(agent: u32, seq: u32, action: Action) -> AgentAction {
         AgentAction { agent: AgentId(agent), seq, action }
+    }
+
+    #[test]
+    fn authors_hold_exactly_the_accounts_they_were_made_of() {
+        let authors: Authors = [1000, 64, 0, 63].into_iter().map(AgentId).collect();
+        for a in [0, 63, 64, 1000] {
+            assert!(authors.contains(AgentId(a)), "{a}");
+        }
+        for a in [1, 62, 65, 999, 1001, 5000, u32::MAX] {
+            assert!(!authors.contains(AgentId(a)), "{a}");
+        }
+        assert!(!Authors::default().contains(AgentId(0)));
     }
 
     #[test]
@@ -210,11 +237,11 @@ mod tests {
             ],
         );
         let s = FeedSettings { look_back_turns: Some(12), ..FeedSettings::default() };
-        let ids = |authors: Option<&BTreeSet<AgentId>>, s: &FeedSettings| {
+        let ids = |authors: Option<&Authors>, s: &FeedSettings| {
             candidates(&p, AgentId(1), Turn(22), s, authors).iter().map(|c| c.post.0).collect::<Vec<_>>()
         };
         assert_eq!(ids(None, &s), [1, 5]);
-        let only0: BTreeSet<AgentId> = [AgentId(0)].into();
+        let only0: Authors = [AgentId(0)].into_iter().collect();
         assert_eq!(ids(Some(&only0), &s), [1]);
         let all = FeedSettings { look_back_turns: None, drop_seen: false, ..s.clone() };
         assert_eq!(ids(None, &all), [0, 1, 4, 5]);

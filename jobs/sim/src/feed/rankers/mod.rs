@@ -125,10 +125,8 @@ pub(crate) fn from_settings<T: for<'de> Deserialize<'de>>(settings: &Settings) -
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
-
     use super::*;
-    use crate::feed::{Candidate, FeedSettings, Ranked, sort_ranked};
+    use crate::feed::{Authors, Candidate, FeedSettings, Ranked, sort_ranked};
     use crate::platform::ids::Turn;
     use crate::platform::{Action, AgentAction, Platform};
 
@@ -168,7 +166,7 @@ mod tests {
         let rankers = Rankers::builtin().with(OLDEST_FIRST);
         let choice = rankers.choose("oldest-first").unwrap();
         let ranker = rankers.build(&choice, &ContentVectors::default()).unwrap();
-        let (none, settings) = (BTreeSet::new(), FeedSettings::default());
+        let (none, settings) = (Authors::default(), FeedSettings::default());
         let feeds = ranker.feeds(&p, Turn(3), &settings, None);
         assert_eq!(feeds(AgentId(9)).iter().map(|r| r.post.0).collect::<Vec<_>>(), [0, 1, 2]);
         let only_none = ranker.feeds(&p, Turn(3), &settings, Some(&none));

@@ -13,10 +13,8 @@
 //! `feed_index_matches_the_generic_feed` checks the two paths agree on
 //! every viewer of a random platform, for every threshold.
 
-use std::collections::BTreeSet;
-
 use super::MastodonDigest;
-use crate::feed::{FeedSettings, Ranked, Timeline};
+use crate::feed::{Authors, FeedSettings, Ranked, Timeline};
 use crate::platform::Platform;
 use crate::platform::ids::{AgentId, PostId, Turn};
 
@@ -56,7 +54,7 @@ impl DigestIndex {
         ranker: MastodonDigest,
         now: Turn,
         settings: &FeedSettings,
-        authors: Option<&BTreeSet<AgentId>>,
+        authors: Option<&Authors>,
     ) -> Option<DigestIndex> {
         if settings.timeline != Timeline::Local || !platform.boosted().is_empty() {
             return None;
@@ -64,7 +62,7 @@ impl DigestIndex {
         let since = Turn(settings.look_back_turns.map_or(0, |n| now.0.saturating_sub(n)));
         let (mut scoring, mut zero): (Vec<_>, Vec<_>) = platform
             .posts_since(since)
-            .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(&p.author)))
+            .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(p.author)))
             .map(|p| {
                 let (reblogs, likes, replies) = (p.reblogs.len() as i64, p.likes.len() as i64, i64::from(p.replies));
                 // Without engagement every scorer gives 0, whatever the
@@ -222,7 +220,7 @@ mod tests {
     fn feed_index_matches_the_generic_feed() {
         for seed in 0..3 {
             let p = random_platform(seed);
-            let authors: BTreeSet<AgentId> = (0..15).map(AgentId).collect();
+            let authors: Authors = (0..15).map(AgentId).collect();
             for threshold in [None, Some(Threshold::Lax), Some(Threshold::Normal), Some(Threshold::Strict)] {
                 for (look_back, drop_seen, filter) in [(Some(12), true, None), (None, false, Some(&authors)), (None, true, None)] {
                     let ranker = MastodonDigest { threshold, ..Default::default() };

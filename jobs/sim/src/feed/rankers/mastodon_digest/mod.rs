@@ -20,14 +20,12 @@
 
 pub mod index;
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 
 pub use index::DigestIndex;
 
 use super::{ContentVectors, RankerEntry, Settings, from_settings, to_settings};
-use crate::feed::{Candidate, FeedSettings, Feeds, Ranked, Ranker, sort_ranked};
+use crate::feed::{Authors, Candidate, FeedSettings, Feeds, Ranked, Ranker, sort_ranked};
 use crate::platform::Platform;
 use crate::platform::ids::{AgentId, Turn};
 
@@ -148,13 +146,7 @@ impl Ranker for MastodonDigest {
 
     /// The scores do not depend on the viewer: on the local timeline one
     /// index serves every feed.
-    fn feeds<'a>(
-        &'a self,
-        platform: &'a Platform,
-        now: Turn,
-        settings: &'a FeedSettings,
-        authors: Option<&'a BTreeSet<AgentId>>,
-    ) -> Feeds<'a> {
+    fn feeds<'a>(&'a self, platform: &'a Platform, now: Turn, settings: &'a FeedSettings, authors: Option<&'a Authors>) -> Feeds<'a> {
         match DigestIndex::build(platform, *self, now, settings, authors) {
             Some(index) => Box::new(move |viewer| index.feed(platform, viewer)),
             None => Box::new(move |viewer| crate::feed::feed(platform, self, viewer, now, settings, authors)),
