@@ -140,18 +140,20 @@ pub struct Outcome {
     pub result: Result<(), ApplyError>,
 }
 
-/// The likes and reblogs of the turn being applied, as (agent, post) in
-/// the order applied. They reach their posts' sorted vectors when the turn
-/// ends, each post's at once: one at a time, a post liked by thousands in
-/// a turn moved its vector once per like, the most of applying a turn at
-/// a million agents.
+/// What the turn being applied adds to vectors that many agents add to:
+/// posts' likers and rebloggers, as (agent, post), and accounts'
+/// followers, as (follower, followee), in the order applied. Each vector
+/// gets its part once the turn ends, at once: one at a time, a post liked
+/// (or an account followed) by thousands in a turn moved its sorted vector
+/// once each, the most of applying a turn at a million agents.
 #[derive(Debug, Default)]
-struct Engagements {
+struct Gathered {
     likes: Vec<(AgentId, PostId)>,
     reblogs: Vec<(AgentId, PostId)>,
+    follows: Vec<(AgentId, AgentId)>,
 }
 
-impl Engagements {
+impl Gathered {
     /// The posts `agent` liked so far this turn: an agent's actions are
     /// applied together, so they are the last ones.
     fn likes_of(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
@@ -359,17 +361,17 @@ impl Platform {
         actions.sort_by_key(|a| (a.agent, a.seq));
         let mut out = Vec::with_capacity(actions.len());
         let mut last: Option<(AgentId, u32)> = None;
-        let mut engagements = Engagements::default();
+        let mut gathered = Gathered::default();
         for a in actions {
-            let result = if last == Some((a.agent, a.seq)) { Err(ApplyError::DuplicateSeq(a.seq)) } else { self.check(&a, &engagements) };
+            let result = if last == Some((a.agent, a.seq)) { Err(ApplyError::DuplicateSeq(a.seq)) } else { self.check(&a, &gathered) };
             last = Some((a.agent, a.seq));
             let created = match result {
-                Ok(()) => self.change(turn, &a, &mut engagements),
+                Ok(()) => self.change(turn, &a, &mut gathered),
                 Err(_) => None,
             };
             out.push(Outcome { agent: a.agent, seq: a.seq, action: a.action, created, result });
         }
-        self.add_engagements(turn, engagements);
+        self.add_gathered(turn, gathered);
         // Serialising plain data to JSON cannot fail; an empty record would
         // still chain the turn number.
         let record = serde_json::to_vec(&out).unwrap_or_default();
@@ -418,7 +420,7 @@ impl Platform {
     }
 
     /// Validates without changing anything.
-    fn check(&self, a: &AgentAction, turn: &Engagements) -> Result<(), ApplyError> {
+    fn check(&self, a: &AgentAction, turn: &Gathered) -> Result<(), ApplyError> {
         if !self.agents.contains(&a.agent) {
             return Err(ApplyError::UnknownAgent(a.agent));
         }
@@ -456,20 +458,21 @@ impl Platform {
     }
 
     /// Applies a checked action; returns the post it created. Likes and
-    /// reblogs reach their posts when the turn ends ([`Engagements`]).
-    fn change(&mut self, turn: Turn, a: &AgentAction, engagements: &mut Engagements) -> Option<PostId> {
+    /// reblogs reach their posts, and follows their followees, when the
+    /// turn ends ([`Gathered`]).
+    fn change(&mut self, turn: Turn, a: &AgentAction, gathered: &mut Gathered) -> Option<PostId> {
         match &a.action {
             Action::Browse { posts } => {
                 self.seen.entry(a.agent).or_default().extend(posts.iter().copied());
                 None
             }
             Action::Like { post } => {
-                engagements.likes.push((a.agent, *post));
+                gathered.likes.push((a.agent, *post));
                 self.engaged.entry(a.agent).or_default().insert(*post);
                 None
             }
             Action::Reblog { post } => {
-                engagements.reblogs.push((a.agent, *post));
+                gathered.reblogs.push((a.agent, *post));
                 self.engaged.entry(a.agent).or_default().insert(*post);
                 None
             }
@@ -481,15 +484,17 @@ impl Platform {
             }
             Action::Post { text } => Some(self.create(turn, a.agent, text, None)),
             Action::Follow { agent } => {
-                self.follow(a.agent, *agent);
+                self.following.entry(a.agent).or_default().insert(*agent);
+                gathered.follows.push((a.agent, *agent));
                 None
             }
         }
     }
 
-    /// Gives the turn's likes and reblogs to their posts, each post's at once.
-    fn add_engagements(&mut self, turn: Turn, mut engagements: Engagements) {
-        for (likes, list) in [(true, &mut engagements.likes), (false, &mut engagements.reblogs)] {
+    /// Gives the turn's likes and reblogs to their posts and its follows
+    /// to their followees, each vector's at once.
+    fn add_gathered(&mut self, turn: Turn, mut gathered: Gathered) {
+        for (likes, list) in [(true, &mut gathered.likes), (false, &mut gathered.reblogs)] {
             list.sort_by_key(|(agent, post)| (*post, *agent));
             for by_post in list.chunk_by(|a, b| a.1 == b.1) {
                 let Some(p) = self.post_mut(by_post[0].1) else { continue };
@@ -499,6 +504,10 @@ impl Platform {
                     p.reblogs.insert_all(by_post.iter().map(|(agent, _)| (*agent, turn)).collect());
                 }
             }
+        }
+        gathered.follows.sort_by_key(|(follower, followee)| (*followee, *follower));
+        for by_followee in gathered.follows.chunk_by(|a, b| a.1 == b.1) {
+            self.followers.entry(by_followee[0].1).or_default().insert_all(by_followee.iter().map(|(follower, _)| *follower).collect());
         }
     }
 

@@ -165,7 +165,7 @@ fn the_history_digest_follows_every_change_and_order() {
 }
 
 #[test]
-fn a_turn_refuses_a_second_like_or_reblog_of_one_post_and_keeps_the_rest() {
+fn a_turn_refuses_a_second_like_reblog_or_follow_and_keeps_the_rest() {
     let mut p = platform(5);
     p.apply_turn(Turn(0), vec![act(0, 0, Action::Post { text: "popular".into() }), act(0, 1, Action::Post { text: "other".into() })]);
     p.apply_turn(Turn(1), vec![act(3, 0, Action::Like { post: PostId(0) })]);
@@ -197,4 +197,20 @@ fn a_turn_refuses_a_second_like_or_reblog_of_one_post_and_keeps_the_rest() {
     assert_eq!(p.post(PostId(1)).unwrap().likes.iter().map(|a| a.0).collect::<Vec<_>>(), [1]);
     let again = p.apply_turn(Turn(3), vec![act(2, 0, Action::Like { post: PostId(0) })]);
     assert_eq!(again[0].result, Err(ApplyError::AlreadyLiked(PostId(0))));
+    p.apply_turn(Turn(4), vec![act(3, 0, Action::Follow { agent: AgentId(0) })]);
+    let follows = p.apply_turn(
+        Turn(5),
+        vec![
+            act(4, 0, Action::Follow { agent: AgentId(0) }),
+            act(1, 0, Action::Follow { agent: AgentId(0) }),
+            act(1, 1, Action::Follow { agent: AgentId(0) }),
+            act(2, 0, Action::Follow { agent: AgentId(1) }),
+            act(2, 1, Action::Follow { agent: AgentId(0) }),
+        ],
+    );
+    assert_eq!(follows.iter().filter(|o| o.result.is_err()).count(), 1);
+    assert_eq!(follows[1].result, Err(ApplyError::AlreadyFollowing(AgentId(0))));
+    let followers = |p: &Platform, a: u32| p.followers[&AgentId(a)].iter().map(|f| f.0).collect::<Vec<_>>();
+    assert_eq!((followers(&p, 0), followers(&p, 1)), (vec![1, 2, 3, 4], vec![2]));
+    assert!(p.is_following(AgentId(2), AgentId(1)) && p.followees(AgentId(2)).count() == 2);
 }
