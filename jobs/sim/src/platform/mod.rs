@@ -145,7 +145,7 @@ pub struct Outcome {
 /// followers, as (follower, followee), in the order applied. Each vector
 /// gets its part once the turn ends, at once: one at a time, a post liked
 /// (or an account followed) by thousands in a turn moved its sorted vector
-/// once each, the most of applying a turn at a million agents.
+/// once each, which at a million agents was most of applying a turn.
 #[derive(Debug, Default)]
 struct Gathered {
     likes: Vec<(AgentId, PostId)>,

@@ -23,10 +23,10 @@ pub fn make_room<T>(items: &mut Vec<T>) {
     }
 }
 
-/// Adds `new` to `items` (both ascending by `key`) as inserting each in
-/// turn would (a repeated key keeps the last value), in one pass: one by
-/// one, each moves the vector's tail, and a post that thousands of agents
-/// like in one turn made those moves most of applying the turn.
+/// Adds `new` (in any order) to `items` (ascending by `key`) as inserting
+/// each in turn would (a repeated key keeps the last value), in one pass:
+/// one by one, each moves the vector's tail, and a post that thousands of
+/// agents like in one turn made those moves most of applying the turn.
 fn insert_all<T, K: Ord>(items: &mut Vec<T>, mut new: Vec<T>, key: impl Fn(&T) -> K) {
     new.reverse();
     new.sort_by(|a, b| key(a).cmp(&key(b)));
