@@ -426,7 +426,7 @@ fn plan_turn(
         let shown = ranked
             .iter()
             .filter_map(|r| state.platform.post(r.post))
-            .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.clone() })
+            .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.to_string() })
             .collect();
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id, posts), persona: persona(id) });
     }
@@ -438,7 +438,7 @@ fn plan_turn(
 /// `reflecting` decides from the agent's last reflection.
 fn recall_for(state: &SimState, agent: AgentId, posting: bool, reflecting: impl Fn(Option<Turn>) -> bool) -> Recall {
     state.memories.get(&agent).map_or_else(Recall::default, |m| {
-        m.for_step(posting, reflecting(m.last_reflection), |p| state.platform.post(p).map(|p| p.content.as_str()))
+        m.for_step(posting, reflecting(m.last_reflection), |p| state.platform.post(p).map(|p| &*p.content))
     })
 }
 

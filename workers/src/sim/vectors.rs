@@ -55,7 +55,7 @@ impl RankVectors {
         let new: Vec<(PostId, String, Turn)> = platform
             .posts_since(self.since)
             .filter(|p| !self.posts.contains_key(&p.id))
-            .map(|p| (p.id, p.content.clone(), p.turn))
+            .map(|p| (p.id, p.content.to_string(), p.turn))
             .collect();
         let Some(last) = new.iter().map(|p| p.2).max() else { return Ok(()) };
         self.since = last;

@@ -158,14 +158,14 @@ fn gather(platform: &Platform, viewer: AgentId, now: Turn, settings: &FeedSettin
         .filter(|p| !platform.has_engaged(viewer, p))
         .filter(|p| !settings.drop_seen || !platform.has_seen(viewer, p.id))
         .filter(|p| {
-            settings.timeline == Timeline::Local || followees.contains(&p.author) || p.reblogs.keys().any(|r| followees.contains(r))
+            settings.timeline == Timeline::Local || followees.contains(&p.author) || p.reblogs().keys().any(|r| followees.contains(r))
         })
         .map(|p| Candidate {
             post: p.id,
             author: p.author,
             turn: p.turn,
-            likes: p.likes.len() as i64,
-            reblogs: p.reblogs.len() as i64,
+            likes: p.likes().len() as i64,
+            reblogs: p.reblogs().len() as i64,
             replies: i64::from(p.replies),
             author_followers: platform.followers_count(p.author) as i64,
         })

@@ -33,19 +33,76 @@ use crate::platform::ids::{AgentId, PostId, Turn};
 use crate::platform::sorted::{SortedMap, SortedSet};
 
 /// A post or a comment.
+///
+/// Kept small: a run holds every post and comment it made, millions of
+/// them at a million agents. The text is a boxed `str` (a
+/// `String`'s capacity is 8 bytes more), and the likes and reblogs sit
+/// behind one pointer that stays empty until the first of them: nearly
+/// every comment and most posts are never liked (feeds show posts, not
+/// comments), and their two empty vectors took 48 of the 112 bytes a post
+/// took before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Post {
     pub id: PostId,
     pub author: AgentId,
     pub turn: Turn,
-    pub content: String,
+    pub content: Box<str>,
     /// The post a comment answers; `None` for a post.
     pub parent: Option<PostId>,
-    pub likes: SortedSet<AgentId>,
-    /// Who reblogged it, and when (home feeds show followees' reblogs).
-    pub reblogs: SortedMap<AgentId, Turn>,
     /// Comments on it.
     pub replies: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    engagement: Option<Box<Engagement>>,
+}
+
+/// Who liked and reblogged a post.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Engagement {
+    likes: SortedSet<AgentId>,
+    /// Who reblogged it, and when (home feeds show followees' reblogs).
+    reblogs: SortedMap<AgentId, Turn>,
+}
+
+/// A post's engagement while nobody has liked or reblogged it.
+static NO_ENGAGEMENT: Engagement = Engagement { likes: SortedSet::new(), reblogs: SortedMap::new() };
+
+impl Post {
+    pub fn likes(&self) -> &SortedSet<AgentId> {
+        &self.engagement().likes
+    }
+    /// Who reblogged it, and when.
+    pub fn reblogs(&self) -> &SortedMap<AgentId, Turn> {
+        &self.engagement().reblogs
+    }
+    fn engagement(&self) -> &Engagement {
+        self.engagement.as_deref().unwrap_or(&NO_ENGAGEMENT)
+    }
+    fn engagement_mut(&mut self) -> &mut Engagement {
+        self.engagement.get_or_insert_default()
+    }
+}
+
+/// A post id as the platform's per-agent sets (seen, engaged, authored)
+/// hold it: 4 bytes where a [`PostId`] takes 8. An agent is shown ten
+/// posts a browse, so the seen sets are the largest part of what a long
+/// run adds per agent-turn. The platform makes no id past `u32::MAX`
+/// ([`Platform::create`]): four billion posts would not fit in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+struct PostNo(u32);
+
+impl PostNo {
+    /// The number of a post the platform made.
+    fn of(id: PostId) -> PostNo {
+        PostNo::find(id).expect("the platform makes no post id past u32::MAX")
+    }
+    /// The number of `id`, if it can be a post's.
+    fn find(id: PostId) -> Option<PostNo> {
+        u32::try_from(id.0).ok().map(PostNo)
+    }
+    fn id(self) -> PostId {
+        PostId(self.0.into())
+    }
 }
 
 /// What an agent does; the platform decides whether it is allowed.
@@ -179,13 +236,13 @@ pub struct Platform {
     following: BTreeMap<AgentId, SortedSet<AgentId>>,
     followers: BTreeMap<AgentId, SortedSet<AgentId>>,
     /// Posts each agent has been shown (the paper ranks "unread" posts).
-    seen: BTreeMap<AgentId, SortedSet<PostId>>,
+    seen: BTreeMap<AgentId, SortedSet<PostNo>>,
     /// Posts each agent liked or reblogged: derived from the posts, kept so
     /// a feed finds a viewer's exclusions without scanning every post.
-    engaged: BTreeMap<AgentId, SortedSet<PostId>>,
+    engaged: BTreeMap<AgentId, SortedSet<PostNo>>,
     /// Posts and comments by author: derived from the posts, kept so a
     /// feed finds a viewer's own posts without scanning every post.
-    authored: BTreeMap<AgentId, SortedSet<PostId>>,
+    authored: BTreeMap<AgentId, SortedSet<PostNo>>,
     /// Accounts interventions opened for news posts, by name.
     news: BTreeMap<String, AgentId>,
     /// Injected posts by their label.
@@ -247,19 +304,19 @@ impl Platform {
         self.following.get(&follower).is_some_and(|s| s.contains(&followee))
     }
     pub fn has_seen(&self, agent: AgentId, post: PostId) -> bool {
-        self.seen.get(&agent).is_some_and(|s| s.contains(&post))
+        self.seen.get(&agent).zip(PostNo::find(post)).is_some_and(|(s, p)| s.contains(&p))
     }
     /// Posts the agent has been shown.
     pub fn seen_posts(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
-        self.seen.get(&agent).into_iter().flatten().copied()
+        self.seen.get(&agent).into_iter().flatten().map(|p| p.id())
     }
     /// Posts and comments the agent wrote, oldest first.
-    pub fn posts_by(&self, author: AgentId) -> impl Iterator<Item = PostId> + '_ {
-        self.authored.get(&author).into_iter().flatten().copied()
+    pub fn posts_by(&self, author: AgentId) -> impl DoubleEndedIterator<Item = PostId> + '_ {
+        self.authored.get(&author).into_iter().flatten().map(|p| p.id())
     }
     /// Posts the agent liked or reblogged.
     pub fn engaged_posts(&self, agent: AgentId) -> impl Iterator<Item = PostId> + '_ {
-        self.engaged.get(&agent).into_iter().flatten().copied()
+        self.engaged.get(&agent).into_iter().flatten().map(|p| p.id())
     }
     /// Whether feeds leave the account's posts out (an intervention muted it).
     pub fn is_muted(&self, account: AgentId) -> bool {
@@ -307,7 +364,7 @@ impl Platform {
     pub(crate) fn remove_post(&mut self, id: PostId) -> Result<(), ApplyError> {
         let p = usize::try_from(id.0).ok().and_then(|i| self.posts.get_mut(i)?.take()).ok_or(ApplyError::NoSuchPost(id))?;
         if let Some(authored) = self.authored.get_mut(&p.author) {
-            authored.remove(&id);
+            authored.remove(&PostNo::of(id));
         }
         match p.parent.and_then(|q| self.post_mut(q)) {
             Some(parent) => parent.replies = parent.replies.saturating_sub(1),
@@ -353,7 +410,7 @@ impl Platform {
 
     /// Whether the agent liked or reblogged the post (mastodon_digest drops these).
     pub fn has_engaged(&self, agent: AgentId, post: &Post) -> bool {
-        post.likes.contains(&agent) || post.reblogs.contains_key(&agent)
+        post.likes().contains(&agent) || post.reblogs().contains_key(&agent)
     }
 
     /// Applies one turn's actions in (agent, seq) order and reports each.
@@ -428,7 +485,7 @@ impl Platform {
             Action::Browse { posts } => posts.iter().try_for_each(|p| self.post_exists(*p).map(|_| ())),
             Action::Like { post } => {
                 let p = self.post_exists(*post)?;
-                if p.likes.contains(&a.agent) || turn.likes_of(a.agent).any(|p| p == *post) {
+                if p.likes().contains(&a.agent) || turn.likes_of(a.agent).any(|p| p == *post) {
                     Err(ApplyError::AlreadyLiked(*post))
                 } else {
                     Ok(())
@@ -436,7 +493,7 @@ impl Platform {
             }
             Action::Reblog { post } => {
                 let p = self.post_exists(*post)?;
-                if p.reblogs.contains_key(&a.agent) || turn.reblogs_of(a.agent).any(|p| p == *post) {
+                if p.reblogs().contains_key(&a.agent) || turn.reblogs_of(a.agent).any(|p| p == *post) {
                     Err(ApplyError::AlreadyReblogged(*post))
                 } else {
                     Ok(())
@@ -463,17 +520,17 @@ impl Platform {
     fn change(&mut self, turn: Turn, a: &AgentAction, gathered: &mut Gathered) -> Option<PostId> {
         match &a.action {
             Action::Browse { posts } => {
-                self.seen.entry(a.agent).or_default().extend(posts.iter().copied());
+                self.seen.entry(a.agent).or_default().extend(posts.iter().map(|p| PostNo::of(*p)));
                 None
             }
             Action::Like { post } => {
                 gathered.likes.push((a.agent, *post));
-                self.engaged.entry(a.agent).or_default().insert(*post);
+                self.engaged.entry(a.agent).or_default().insert(PostNo::of(*post));
                 None
             }
             Action::Reblog { post } => {
                 gathered.reblogs.push((a.agent, *post));
-                self.engaged.entry(a.agent).or_default().insert(*post);
+                self.engaged.entry(a.agent).or_default().insert(PostNo::of(*post));
                 None
             }
             Action::Comment { post, text } => {
@@ -499,9 +556,9 @@ impl Platform {
             for by_post in list.chunk_by(|a, b| a.1 == b.1) {
                 let Some(p) = self.post_mut(by_post[0].1) else { continue };
                 if likes {
-                    p.likes.insert_all(by_post.iter().map(|(agent, _)| *agent).collect());
+                    p.engagement_mut().likes.insert_all(by_post.iter().map(|(agent, _)| *agent).collect());
                 } else {
-                    p.reblogs.insert_all(by_post.iter().map(|(agent, _)| (*agent, turn)).collect());
+                    p.engagement_mut().reblogs.insert_all(by_post.iter().map(|(agent, _)| (*agent, turn)).collect());
                 }
             }
         }
@@ -513,21 +570,12 @@ impl Platform {
 
     fn create(&mut self, turn: Turn, author: AgentId, text: &str, parent: Option<PostId>) -> PostId {
         let id = PostId(self.posts.len() as u64);
-        let post = Post {
-            id,
-            author,
-            turn,
-            content: text.to_string(),
-            parent,
-            likes: SortedSet::default(),
-            reblogs: SortedMap::default(),
-            replies: 0,
-        };
+        let post = Post { id, author, turn, content: text.into(), parent, replies: 0, engagement: None };
         self.posts.push(Some(post));
         if parent.is_none() {
             self.timeline.push(id);
         }
-        self.authored.entry(author).or_default().insert(id);
+        self.authored.entry(author).or_default().insert(PostNo::of(id));
         id
     }
 
@@ -554,10 +602,10 @@ impl Platform {
             }
             n(&mut h, p.content.len() as u64);
             h.update(p.content.as_bytes());
-            n(&mut h, p.likes.len() as u64);
-            p.likes.iter().for_each(|a| n(&mut h, a.0.into()));
-            n(&mut h, p.reblogs.len() as u64);
-            for (a, t) in p.reblogs.iter() {
+            n(&mut h, p.likes().len() as u64);
+            p.likes().iter().for_each(|a| n(&mut h, a.0.into()));
+            n(&mut h, p.reblogs().len() as u64);
+            for (a, t) in p.reblogs().iter() {
                 n(&mut h, a.0.into());
                 n(&mut h, t.0.into());
             }
@@ -574,7 +622,7 @@ impl Platform {
         for (a, set) in &self.seen {
             n(&mut h, a.0.into());
             n(&mut h, set.len() as u64);
-            set.iter().for_each(|p| n(&mut h, p.0));
+            set.iter().for_each(|p| n(&mut h, p.id().0));
         }
         // What interventions left: news accounts, labels, mutes and boosts.
         n(&mut h, self.news.len() as u64);

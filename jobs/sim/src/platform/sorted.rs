@@ -63,9 +63,15 @@ fn insert_all<T, K: Ord>(items: &mut Vec<T>, mut new: Vec<T>, key: impl Fn(&T) -
 #[serde(bound(serialize = "T: Serialize + Clone", deserialize = "T: Deserialize<'de> + Ord"))]
 pub struct SortedSet<T>(Vec<T>);
 
+impl<T> SortedSet<T> {
+    pub const fn new() -> Self {
+        SortedSet(Vec::new())
+    }
+}
+
 impl<T> Default for SortedSet<T> {
     fn default() -> Self {
-        SortedSet(Vec::new())
+        SortedSet::new()
     }
 }
 
@@ -150,9 +156,15 @@ impl<'a, T> IntoIterator for &'a SortedSet<T> {
 #[serde(bound(serialize = "K: Serialize + Clone, V: Serialize + Clone", deserialize = "K: Deserialize<'de> + Ord, V: Deserialize<'de>"))]
 pub struct SortedMap<K, V>(Vec<(K, V)>);
 
+impl<K, V> SortedMap<K, V> {
+    pub const fn new() -> Self {
+        SortedMap(Vec::new())
+    }
+}
+
 impl<K, V> Default for SortedMap<K, V> {
     fn default() -> Self {
-        SortedMap(Vec::new())
+        SortedMap::new()
     }
 }
 

@@ -64,7 +64,7 @@ impl DigestIndex {
             .posts_since(since)
             .filter(|p| p.turn < now && !platform.is_muted(p.author) && authors.is_none_or(|a| a.contains(p.author)))
             .map(|p| {
-                let (reblogs, likes, replies) = (p.reblogs.len() as i64, p.likes.len() as i64, i64::from(p.replies));
+                let (reblogs, likes, replies) = (p.reblogs().len() as i64, p.likes().len() as i64, i64::from(p.replies));
                 // Without engagement every scorer gives 0, whatever the
                 // author's followers: most posts skip that look-up.
                 let score = if reblogs == 0 && likes == 0 && replies == 0 {
