@@ -24,18 +24,18 @@
 //! seeded run with a deterministic model therefore replays to the same
 //! digest, whatever was killed on the way.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use some_jobs::progress::Progress;
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimInterventionRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
-use some_sim::agent::memory::{Recall, Remembers, Stored};
+use some_sim::agent::memory::{OWN_POSTS_CAP, Recall, Remembers, Stored};
 use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::feed::Authors;
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
-use some_sim::{AgentAction, AgentId, FeedPost, Phase, Rankers, Turn, activation};
+use some_sim::{AgentAction, AgentId, FeedPost, Phase, Platform, Rankers, Turn, activation};
 
 use super::interventions::Pending;
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
@@ -434,12 +434,27 @@ fn plan_turn(
 }
 
 /// What a step of `agent` is sent of its memory: own posts when it posts,
-/// what it engaged with (texts from the platform) when it reflects, which
-/// `reflecting` decides from the agent's last reflection.
+/// what it engaged with when it reflects (which `reflecting` decides from
+/// the agent's last reflection), the texts of both from the platform.
 fn recall_for(state: &SimState, agent: AgentId, posting: bool, reflecting: impl Fn(Option<Turn>) -> bool) -> Recall {
-    state.memories.get(&agent).map_or_else(Recall::default, |m| {
-        m.for_step(posting, reflecting(m.last_reflection), |p| state.platform.post(p).map(|p| &*p.content))
-    })
+    let none = Recall::default();
+    let held = state.memories.get(&agent).unwrap_or(&none);
+    let platform = &state.platform;
+    held.for_step(posting, reflecting(held.last_reflection), |p| platform.post(p).map(|p| &*p.content), || own_posts(platform, agent))
+}
+
+/// The texts of `agent`'s latest posts (not comments) on the platform,
+/// oldest first, as many as a memory keeps.
+fn own_posts(platform: &Platform, agent: AgentId) -> VecDeque<String> {
+    let latest: Vec<&str> = platform
+        .posts_by(agent)
+        .rev()
+        .filter_map(|id| platform.post(id))
+        .filter(|p| p.parent.is_none())
+        .take(OWN_POSTS_CAP)
+        .map(|p| &*p.content)
+        .collect();
+    latest.into_iter().rev().map(str::to_string).collect()
 }
 
 /// `f` of each item, in order, the items split between the machine's cores:
@@ -576,6 +591,30 @@ mod tests {
         let sent = recall_for(&state, AgentId(1), false, |_| true);
         assert_eq!(sent.engaged[0].1.text, "the first post");
         assert!(recall_for(&state, AgentId(1), true, |_| false).engaged.is_empty());
+    }
+
+    #[test]
+    fn a_posting_step_is_sent_the_agents_latest_posts_from_the_platform() {
+        use some_sim::agent::memory::Remembered;
+        use some_sim::{Action, Memory, PostId};
+        let mut state = SimState::default();
+        (0..2).for_each(|a| state.platform.register(AgentId(a)));
+        let (held, mut whole) = (state.memories.entry(AgentId(0)).or_default(), Memory::default());
+        let mut actions = Vec::new();
+        for i in 0..OWN_POSTS_CAP + 3 {
+            let text = format!("post {i}");
+            held.apply(&Remembered::Posted { text: text.clone() });
+            whole.remember_post(text.clone());
+            actions.push(AgentAction { agent: AgentId(0), seq: 2 * i as u32, action: Action::Post { text } });
+            let comment = Action::Comment { post: PostId(0), text: format!("comment {i}") };
+            actions.push(AgentAction { agent: AgentId(0), seq: 2 * i as u32 + 1, action: comment });
+        }
+        held.forget_post_texts();
+        state.platform.apply_turn(Turn(0), actions);
+        assert!(state.memories[&AgentId(0)].own_posts.is_empty(), "the coordinator holds no copy");
+        assert_eq!(recall_for(&state, AgentId(0), true, |_| false).own_posts, whole.own_posts, "the memory's own posts, comments left out");
+        assert!(recall_for(&state, AgentId(0), false, |_| false).own_posts.is_empty(), "only a posting step is sent them");
+        assert!(recall_for(&state, AgentId(1), true, |_| false).own_posts.is_empty());
     }
 
     #[test]

@@ -106,9 +106,10 @@ impl Memory {
 /// The coordinator's recalls hold no copy of the posts' texts (it calls
 /// [`Recall::forget_post_texts`] on each after taking a step's changes in;
 /// summaries stay): the platform holds every post's text, and a million
-/// agents' copies of what they engaged with would be gigabytes.
-/// [`Recall::for_step`] puts them back for the one step that reads them, a
-/// reflection. A step's own recall keeps the texts of what it reads.
+/// agents' copies of what they engaged with and wrote would be gigabytes.
+/// [`Recall::for_step`] puts them back for the steps that read them: the
+/// engaged entries' for a reflection, the own posts for a step that posts.
+/// A step's own recall keeps the texts of what it reads and writes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recall {
     /// Entries ever read: the short-term place of the next one.
@@ -125,10 +126,17 @@ pub struct Recall {
 }
 
 impl Recall {
-    /// What a step is sent: the own posts and knowledge when it posts, the
-    /// engaged entries when it reflects, their forgotten texts read back
-    /// with `text_of` (a post removed since shows [`REMOVED_POST`]).
-    pub fn for_step<'p>(&self, posting: bool, reflecting: bool, text_of: impl Fn(PostId) -> Option<&'p str>) -> Recall {
+    /// What a step is sent: the own posts (from `own_posts`, oldest first)
+    /// and knowledge when it posts, the engaged entries when it reflects,
+    /// their forgotten texts read back with `text_of` (a post removed since
+    /// shows [`REMOVED_POST`]).
+    pub fn for_step<'p>(
+        &self,
+        posting: bool,
+        reflecting: bool,
+        text_of: impl Fn(PostId) -> Option<&'p str>,
+        own_posts: impl FnOnce() -> VecDeque<String>,
+    ) -> Recall {
         let recalled = |(at, e): &(u64, Entry)| {
             let mut e = e.clone();
             if e.text.is_empty() {
@@ -139,17 +147,21 @@ impl Recall {
         Recall {
             read: self.read,
             engaged: if reflecting { self.engaged.iter().map(recalled).collect() } else { Vec::new() },
-            own_posts: if posting { self.own_posts.clone() } else { VecDeque::new() },
+            own_posts: if posting { own_posts() } else { VecDeque::new() },
             knowledge: if posting { self.knowledge.clone() } else { VecDeque::new() },
             last_reflection: self.last_reflection,
         }
     }
 
-    /// Drops the engaged entries' copies of their posts' texts; summaries
-    /// stay. A post's text is never empty (the platform refuses it), so an
-    /// empty one is a forgotten one.
+    /// Drops the engaged entries' copies of their posts' texts (summaries
+    /// stay) and the own posts. A post's text is never empty (the platform
+    /// refuses it), so an empty one is a forgotten one; the own posts are
+    /// the agent's latest posts on the platform, which [`Recall::for_step`]
+    /// is given (an intervention's post under the agent's name counts
+    /// there, a removed one does not).
     pub fn forget_post_texts(&mut self) {
         self.engaged.iter_mut().filter(|(_, e)| !e.summarised).for_each(|(_, e)| e.text = String::new());
+        self.own_posts = VecDeque::new();
     }
 }
 
@@ -343,12 +355,12 @@ mod tests {
         assert!(held.engaged.iter().take(2).all(|(_, e)| e.text.is_empty()), "{:?}", held.engaged);
         let platform = |p: PostId| (p.0 == 1).then_some("text of post 1");
         let texts = |r: &Recall| r.engaged.iter().map(|(_, e)| e.text.clone()).collect::<Vec<_>>();
-        assert_eq!(texts(&held.for_step(false, true, platform)), ["text of post 1", REMOVED_POST, "a summary"]);
-        assert!(held.for_step(true, false, platform).engaged.is_empty(), "only a reflection is sent the entries");
+        assert_eq!(texts(&held.for_step(false, true, platform, VecDeque::new)), ["text of post 1", REMOVED_POST, "a summary"]);
+        assert!(held.for_step(true, false, platform, VecDeque::new).engaged.is_empty(), "only a reflection is sent the entries");
         let mut whole = Memory::default();
         [liked(1), liked(2)].into_iter().for_each(|e| whole.remember(e));
         assert_eq!(
-            texts(&Recall::from(&whole).for_step(false, true, |_| None)),
+            texts(&Recall::from(&whole).for_step(false, true, |_| None, VecDeque::new)),
             ["text of post 1", "text of post 2"],
             "texts held are kept"
         );

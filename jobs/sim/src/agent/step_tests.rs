@@ -285,7 +285,7 @@ fn a_reflection_sent_only_its_entries_reads_what_the_whole_memory_would_hold() {
     let no = "Like: no\nReblog: no\nComment: none";
     let model = Scripted::new([no, no, "I would follow user 7."]);
     let (persona, plan, settings, feed) = (sarah(), plan(0), StepSettings::default(), feed());
-    let recall = Recall::from(&memory).for_step(false, true, |_| None);
+    let recall = Recall::from(&memory).for_step(false, true, |_| None, Default::default);
     assert_eq!((recall.read, recall.engaged.len(), recall.own_posts.len()), (199, 3, 0), "only the engaged entries travel");
     let input = StepInput { persona: &persona, plan: &plan, memory: &recall, turn: Turn(48), feed: &feed, posts: 0 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };
