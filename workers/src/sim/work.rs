@@ -144,7 +144,7 @@ impl SimRunner {
         let mut error = None;
         if self.spec.enrich {
             match enrich::enrich(model, &persona, settings.max_attempts, settings.seed).await {
-                Ok(done) => persona.profile = Some(done.value),
+                Ok(done) => persona.profile = Some(Box::new(done.value)),
                 Err(e) => error = Some(format!("enrichment: {}", recorded(e)?)),
             }
         }

@@ -46,9 +46,11 @@ pub struct Persona {
     /// Accounts this persona follows in its source's graph.
     pub following: Vec<AgentId>,
     /// Posts per hour of day in the source (OASIS Twitter), if known.
-    pub hourly_activity: Option<[u32; 24]>,
+    /// Boxed, as the profile: a coordinator holds every agent's persona, and
+    /// most personas have neither (a million inline would be 0.3 GB).
+    pub hourly_activity: Option<Box<[u32; 24]>>,
     /// The enriched fields, once enrichment succeeded.
-    pub profile: Option<Profile>,
+    pub profile: Option<Box<Profile>>,
 }
 
 /// The paper's enriched persona (its Appendix A output keys).
@@ -190,6 +192,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_persona_holds_its_rare_parts_behind_pointers() {
+        // A coordinator (and, in-process, its worker) holds a million.
+        assert!(size_of::<Persona>() <= 96, "{} bytes", size_of::<Persona>());
+    }
+
+    #[test]
     fn sentences_split_at_terminal_punctuation() {
         assert_eq!(sentences("I run. I read books! Why? Version 2.5 is out"), ["I run.", "I read books!", "Why?", "Version 2.5 is out"]);
         assert!(sentences("  ").is_empty());
@@ -208,7 +216,7 @@ mod tests {
         };
         assert!(p.items().is_empty());
         assert_eq!(p.basic_text(), "a nurse");
-        p.profile = Some(Profile {
+        p.profile = Some(Box::new(Profile {
             name: "Ana".into(),
             age: 34,
             gender: "Female".into(),
@@ -218,7 +226,7 @@ mod tests {
             history: "Ana hikes. She nurses.".into(),
             preferences: "Trail photos.".into(),
             knowledge: "Knows first aid.".into(),
-        });
+        }));
         let items = p.items();
         assert_eq!(items.len(), 4);
         assert_eq!(items[2], PersonaItem { attribute: Attribute::Preferences, text: "Trail photos.".into() });

@@ -186,7 +186,7 @@ pub fn load_oasis_twitter(path: &Path) -> Result<Vec<Persona>, InputError> {
             source: PersonaSource::OasisTwitter,
             description,
             following,
-            hourly_activity: Some(hourly),
+            hourly_activity: Some(Box::new(hourly)),
             profile: None,
         });
     }

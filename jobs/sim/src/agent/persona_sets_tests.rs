@@ -27,7 +27,7 @@ fn the_oasis_twitter_set_has_111_users_with_graph_and_activity() {
     let p = load_oasis_twitter(&shared("oasis/twitter_user_all_id_time.csv")).unwrap();
     assert_eq!(p.len(), 111);
     assert_eq!(p[1].following, vec![AgentId(32)]);
-    assert_eq!(p[1].hourly_activity.unwrap()[..4], [20, 14, 11, 7]);
+    assert_eq!(p[1].hourly_activity.as_deref().unwrap()[..4], [20, 14, 11, 7]);
     assert_eq!(p[0].description, "Lecturer in Healthcare Marketing and Commercialisation at UCL Global Business School for Health");
     let edges: usize = p.iter().map(|x| x.following.len()).sum();
     assert_eq!(edges, 85, "the file's following_agentid_list entries");

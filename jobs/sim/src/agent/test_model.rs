@@ -50,7 +50,7 @@ impl ChatModel for Scripted {
 /// attribute, so relevance has something to choose from.
 pub fn sarah() -> Persona {
     let mut p = persona(3, "a volunteer");
-    p.profile = Some(Profile {
+    p.profile = Some(Box::new(Profile {
         name: "Sarah".into(),
         age: 24,
         gender: "Female".into(),
@@ -60,7 +60,7 @@ pub fn sarah() -> Persona {
         history: "Sarah volunteers at animal shelters. She runs marathons for charity. She reads about dog behavior and training.".into(),
         preferences: "She shares rescue dog stories. She is open to discussions about dog training and running techniques.".into(),
         knowledge: "Sarah knows dog behavior and clicker training. She knows proper running form.".into(),
-    });
+    }));
     p
 }
 

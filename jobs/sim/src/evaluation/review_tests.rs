@@ -19,7 +19,7 @@ pub(crate) fn preset() -> Preset {
 pub(crate) fn agent(id: u32, kind: AgentKind) -> SimAgentRow {
     let mut p = test_model::persona(id, &format!("persona of {id}"));
     if id == 1 {
-        p.profile = Some(Profile {
+        p.profile = Some(Box::new(Profile {
             name: "Ana".into(),
             age: 30,
             gender: "Female".into(),
@@ -29,7 +29,7 @@ pub(crate) fn agent(id: u32, kind: AgentKind) -> SimAgentRow {
             history: "Runs a bakery.".into(),
             preferences: "Bread recipes.".into(),
             knowledge: "Knows sourdough starters.".into(),
-        });
+        }));
     }
     SimAgentRow {
         agent_id: i64::from(id),
