@@ -18,7 +18,8 @@
 //!
 //! Every `SOME_BENCH_EVERY` turns (default 24) it prints the window's
 //! agent-turns/s and the process's resident memory, so a rate or a size
-//! that grows with the turns already run shows; at the end, the peak.
+//! that grows with the turns already run shows; at the end, the peak, and
+//! the coordinator's state part by part.
 //!
 //! `cargo bench -p some-workers --bench sim_week`; `SOME_BENCH_AGENTS` and
 //! `SOME_BENCH_TURNS` for a smaller run, `SOME_BENCH_SHARD_SIZE` for
@@ -250,6 +251,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if mode == "memory" { ", workers included" } else { ": the coordinator" },
             alone / per_agent_turn.max(1e-9),
         );
+        if let Some(held) = &week.footprint {
+            println!(
+                "  what grows with the turns, at the end (counted; resident also holds the personas, plans and allocator slack): {held}"
+            );
+        }
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use some_jobs::progress::Progress;
 use some_schemas::sim::{SimAgentRow, SimFeedRow, SimInterventionRow, SimStepRow};
 use some_schemas::{Job, JobKind, JobMessage, Timestamp};
-use some_sim::agent::memory::{OWN_POSTS_CAP, Recall, Remembers, Stored};
+use some_sim::agent::memory::{Held, OWN_POSTS_CAP, Recall, Remembers, Stored};
 use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
 use some_sim::feed::Authors;
@@ -40,7 +40,7 @@ use some_sim::{AgentAction, AgentId, FeedPost, Phase, Platform, Rankers, Turn, a
 use super::interventions::Pending;
 use super::shard::{AgentTurn, NewAgent, ShardWork, read_results};
 use super::spec::{SimSpec, load_sim};
-use super::state::SimState;
+use super::state::{SimState, StateFootprint};
 use super::vectors::RankVectors;
 use super::work::Agent;
 use crate::error::{Error, Result};
@@ -72,6 +72,8 @@ pub struct Drive {
     /// Writing and committing turns while the next turn's steps ran: time
     /// the turns did not wait for.
     pub commit_behind: Duration,
+    /// What the state held at the end (`None` if no turn ran).
+    pub footprint: Option<StateFootprint>,
 }
 
 /// How far to go.
@@ -132,6 +134,11 @@ pub async fn drive(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, until: Until,
     }
     landed(committing, &mut out).await?;
     out.finished = turn.0 >= spec.preset.turns();
+    if out.turns > 0 {
+        let footprint = state.footprint();
+        tracing::info!(run = %spec.run_id, turn = turn.0, "the run's state holds: {footprint}");
+        out.footprint = Some(footprint);
+    }
     Ok(out)
 }
 
@@ -322,9 +329,7 @@ async fn one_turn(
         actions.extend(step.actions);
         notes.extend(step.posts.into_iter().map(|n| ((agent, n.seq), n)));
         failures += step.failures;
-        let recall = state.memories.entry(agent).or_default();
-        recall.take(step.memory);
-        recall.forget_post_texts();
+        state.memories.entry(agent).or_default().take(step.memory);
     }
     let outcomes = state.platform.apply_turn(turn, actions);
     let stage = match phase {
@@ -437,7 +442,7 @@ fn plan_turn(
 /// what it engaged with when it reflects (which `reflecting` decides from
 /// the agent's last reflection), the texts of both from the platform.
 fn recall_for(state: &SimState, agent: AgentId, posting: bool, reflecting: impl Fn(Option<Turn>) -> bool) -> Recall {
-    let none = Recall::default();
+    let none = Held::default();
     let held = state.memories.get(&agent).unwrap_or(&none);
     let platform = &state.platform;
     held.for_step(posting, reflecting(held.last_reflection), |p| platform.post(p).map(|p| &*p.content), || own_posts(platform, agent))
@@ -584,10 +589,7 @@ mod tests {
             actions: vec![some_schemas::sim::ActionKind::Like],
             comment: None,
         };
-        let held = state.memories.entry(AgentId(1)).or_default();
-        held.apply(&Remembered::Read(read));
-        held.forget_post_texts();
-        assert_eq!(state.memories[&AgentId(1)].engaged[0].1.text, "", "the coordinator holds no copy");
+        state.memories.entry(AgentId(1)).or_default().apply(&Remembered::Read(read));
         let sent = recall_for(&state, AgentId(1), false, |_| true);
         assert_eq!(sent.engaged[0].1.text, "the first post");
         assert!(recall_for(&state, AgentId(1), true, |_| false).engaged.is_empty());
@@ -609,9 +611,7 @@ mod tests {
             let comment = Action::Comment { post: PostId(0), text: format!("comment {i}") };
             actions.push(AgentAction { agent: AgentId(0), seq: 2 * i as u32 + 1, action: comment });
         }
-        held.forget_post_texts();
         state.platform.apply_turn(Turn(0), actions);
-        assert!(state.memories[&AgentId(0)].own_posts.is_empty(), "the coordinator holds no copy");
         assert_eq!(recall_for(&state, AgentId(0), true, |_| false).own_posts, whole.own_posts, "the memory's own posts, comments left out");
         assert!(recall_for(&state, AgentId(0), false, |_| false).own_posts.is_empty(), "only a posting step is sent them");
         assert!(recall_for(&state, AgentId(1), true, |_| false).own_posts.is_empty());

@@ -14,10 +14,11 @@ use some_schemas::sim::{
     SimActionRow, SimAgentRow, SimInterventionRow, SimPostRow, SimStepRow, SimTurnRow, sim_actions, sim_agents, sim_posts, sim_steps,
     sim_turns,
 };
-use some_sim::agent::memory::{Recall, Remembers};
+use some_sim::agent::memory::{Held, Remembers};
 use some_sim::evaluation::health::{StageHealth, stage_health};
 use some_sim::evaluation::live::{self, Recent};
 use some_sim::intervention::{self, Event};
+use some_sim::platform::footprint::{Footprint, mb};
 use some_sim::rows::actions_from_rows;
 use some_sim::{AgentId, Memory, Persona, Platform, Turn};
 
@@ -36,7 +37,7 @@ pub struct SimState {
     pub platform: Platform,
     /// What steps read of each agent's memory (the whole memory, for an
     /// interview or a review, is rebuilt by [`memories_of`]).
-    pub memories: HashMap<AgentId, Recall>,
+    pub memories: HashMap<AgentId, Held>,
     /// The turns committed so far, in order.
     pub turns: Vec<SimTurnRow>,
     /// Personas interventions changed, as they are now; sent with the
@@ -44,7 +45,28 @@ pub struct SimState {
     pub changed: BTreeMap<AgentId, Persona>,
 }
 
+/// What a coordinator's state holds that grows with the turns run, in heap
+/// bytes ([`SimState::footprint`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StateFootprint {
+    pub platform: Footprint,
+    /// The agents' recalls, their map's slots included.
+    pub recalls: usize,
+}
+
+impl std::fmt::Display for StateFootprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "platform {}: {}; recalls {}", mb(self.platform.bytes()), self.platform, mb(self.recalls))
+    }
+}
+
 impl SimState {
+    /// Counts what the platform and the recalls hold (a pass over both).
+    pub fn footprint(&self) -> StateFootprint {
+        let slots = self.memories.capacity() * (size_of::<(AgentId, Held)>() + 1);
+        StateFootprint { platform: self.platform.footprint(), recalls: slots + self.memories.values().map(Held::heap_bytes).sum::<usize>() }
+    }
+
     /// Applies the interventions `due` at the start of `turn` (the platform,
     /// the personas they change); returns what the turn commits for them.
     pub fn intervene(&mut self, spec: &SimSpec, turn: Turn, due: Vec<SimInterventionRow>) -> Result<Applied> {
@@ -172,7 +194,6 @@ impl SimState {
             // A fork's own steps come after its parent's, which `base` holds.
             if recalls {
                 fold_steps(lake, run, last + 1, None, &mut state.memories, |_, _, _| {}).await?;
-                state.memories.values_mut().for_each(Recall::forget_post_texts);
             }
             Ok(state)
         }

@@ -99,17 +99,9 @@ impl Memory {
 /// What steps read of an agent's memory, kept apart from the rest: the
 /// entries engaged with since the last reflection (while short-term memory
 /// still holds them), the own recent posts, the knowledge used and when it
-/// last reflected. The coordinator holds this for every agent and sends a
-/// step the part it needs ([`Recall::for_step`]), so neither its memory nor
-/// a turn's messages grow with the turns already run.
-///
-/// The coordinator's recalls hold no copy of the posts' texts (it calls
-/// [`Recall::forget_post_texts`] on each after taking a step's changes in;
-/// summaries stay): the platform holds every post's text, and a million
-/// agents' copies of what they engaged with and wrote would be gigabytes.
-/// [`Recall::for_step`] puts them back for the steps that read them: the
-/// engaged entries' for a reflection, the own posts for a step that posts.
-/// A step's own recall keeps the texts of what it reads and writes.
+/// last reflected. A step is sent the part it needs ([`Held::for_step`]),
+/// so a turn's messages do not grow with the turns already run; a step's
+/// recall keeps the texts of what it reads and writes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recall {
     /// Entries ever read: the short-term place of the next one.
@@ -125,46 +117,6 @@ pub struct Recall {
     pub last_reflection: Option<Turn>,
 }
 
-impl Recall {
-    /// What a step is sent: the own posts (from `own_posts`, oldest first)
-    /// and knowledge when it posts, the engaged entries when it reflects,
-    /// their forgotten texts read back with `text_of` (a post removed since
-    /// shows [`REMOVED_POST`]).
-    pub fn for_step<'p>(
-        &self,
-        posting: bool,
-        reflecting: bool,
-        text_of: impl Fn(PostId) -> Option<&'p str>,
-        own_posts: impl FnOnce() -> VecDeque<String>,
-    ) -> Recall {
-        let recalled = |(at, e): &(u64, Entry)| {
-            let mut e = e.clone();
-            if e.text.is_empty() {
-                e.text = text_of(e.post).unwrap_or(REMOVED_POST).to_string();
-            }
-            (*at, e)
-        };
-        Recall {
-            read: self.read,
-            engaged: if reflecting { self.engaged.iter().map(recalled).collect() } else { Vec::new() },
-            own_posts: if posting { own_posts() } else { VecDeque::new() },
-            knowledge: if posting { self.knowledge.clone() } else { VecDeque::new() },
-            last_reflection: self.last_reflection,
-        }
-    }
-
-    /// Drops the engaged entries' copies of their posts' texts (summaries
-    /// stay) and the own posts. A post's text is never empty (the platform
-    /// refuses it), so an empty one is a forgotten one; the own posts are
-    /// the agent's latest posts on the platform, which [`Recall::for_step`]
-    /// is given (an intervention's post under the agent's name counts
-    /// there, a removed one does not).
-    pub fn forget_post_texts(&mut self) {
-        self.engaged.iter_mut().filter(|(_, e)| !e.summarised).for_each(|(_, e)| e.text = String::new());
-        self.own_posts = VecDeque::new();
-    }
-}
-
 /// What a reflection is shown of an entry whose post was removed since.
 pub const REMOVED_POST: &str = "[this post was removed]";
 
@@ -174,6 +126,172 @@ impl From<&Memory> for Recall {
             read: m.short_term.len() as u64,
             engaged: m.engaged_since(m.last_reflection).map(|(i, e)| (i as u64, e.clone())).collect(),
             own_posts: m.own_posts.clone(),
+            knowledge: m.knowledge.clone(),
+            last_reflection: m.last_reflection,
+        }
+    }
+}
+
+/// What the coordinator holds of an agent's [`Recall`] between turns, for
+/// every agent: no post's text (the platform holds every post's, and
+/// [`Held::for_step`] reads back what a step needs: the engaged entries'
+/// for a reflection, the agent's latest posts for a step that posts), and
+/// each engaged entry packed. A million agents hold some four million
+/// engaged entries between reflections: 64 bytes each here, against 104
+/// and an allocation for its actions as an [`Entry`] with its place.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Held {
+    read: u64,
+    engaged: Vec<(u64, HeldEntry)>,
+    knowledge: VecDeque<u32>,
+    pub last_reflection: Option<Turn>,
+}
+
+/// An engaged [`Entry`] as a [`Held`] keeps it: its post's text left to
+/// the platform (a summary, which the platform does not hold, kept), its
+/// actions as one bit per [`ActionKind`]. A step records each action of an
+/// entry once, in [`ActionKind::ALL`]'s order, so the bits give them back
+/// as recorded.
+#[derive(Debug, Clone, PartialEq)]
+struct HeldEntry {
+    turn: Turn,
+    author: AgentId,
+    post: PostId,
+    actions: u8,
+    summary: Option<Box<str>>,
+    comment: Option<Box<str>>,
+}
+
+fn action_bit(kind: ActionKind) -> u8 {
+    1 << ActionKind::ALL.iter().position(|k| *k == kind).unwrap_or_default()
+}
+
+impl HeldEntry {
+    /// The entry a step is sent, its text read back with `text_of`.
+    fn entry<'p>(&self, text_of: impl Fn(PostId) -> Option<&'p str>) -> Entry {
+        let text = match &self.summary {
+            Some(summary) => summary.to_string(),
+            None => text_of(self.post).unwrap_or(REMOVED_POST).to_string(),
+        };
+        Entry {
+            turn: self.turn,
+            post: self.post,
+            author: self.author,
+            text,
+            summarised: self.summary.is_some(),
+            actions: ActionKind::ALL.into_iter().filter(|k| self.actions & action_bit(*k) != 0).collect(),
+            comment: self.comment.as_deref().map(str::to_string),
+        }
+    }
+}
+
+/// An engaged entry as a memory that steps read holds it: an [`Entry`] in a
+/// [`Recall`], a [`HeldEntry`] in a [`Held`].
+trait EngagedEntry {
+    fn hold(entry: &Entry) -> Self;
+    /// When it was read, and which post.
+    fn read_at(&self) -> (Turn, PostId);
+    fn summarise(&mut self, summary: &str);
+}
+
+impl EngagedEntry for Entry {
+    fn hold(entry: &Entry) -> Entry {
+        entry.clone()
+    }
+    fn read_at(&self) -> (Turn, PostId) {
+        (self.turn, self.post)
+    }
+    fn summarise(&mut self, summary: &str) {
+        self.text = summary.to_string();
+        self.summarised = true;
+    }
+}
+
+impl EngagedEntry for HeldEntry {
+    fn hold(e: &Entry) -> HeldEntry {
+        HeldEntry {
+            turn: e.turn,
+            author: e.author,
+            post: e.post,
+            actions: e.actions.iter().fold(0, |bits, k| bits | action_bit(*k)),
+            summary: e.summarised.then(|| e.text.as_str().into()),
+            comment: e.comment.as_deref().map(Into::into),
+        }
+    }
+    fn read_at(&self) -> (Turn, PostId) {
+        (self.turn, self.post)
+    }
+    fn summarise(&mut self, summary: &str) {
+        self.summary = Some(summary.into());
+    }
+}
+
+/// Makes `change` to the engaged entries (each with its short-term place)
+/// of a memory that has read `read` entries: what [`Recall`] and [`Held`]
+/// both do, each with its own form of entry.
+fn apply_engaged<E: EngagedEntry>(read: &mut u64, engaged: &mut Vec<(u64, E)>, last_reflection: &mut Option<Turn>, change: &Remembered) {
+    match change {
+        Remembered::Read(entry) => {
+            if entry.engaged() {
+                // Held for every agent until it reflects: no doubling slack.
+                crate::platform::sorted::make_room(engaged);
+                engaged.push((*read, E::hold(entry)));
+            }
+            *read += 1;
+            let kept_from = read.saturating_sub(SHORT_TERM_CAP as u64);
+            engaged.retain(|(at, _)| *at >= kept_from);
+        }
+        Remembered::Summarised { turn, post, text } => {
+            if let Some((_, e)) = engaged.iter_mut().find(|(_, e)| e.read_at() == (*turn, *post)) {
+                e.summarise(text);
+            }
+        }
+        Remembered::Reflected { turn, .. } => {
+            *last_reflection = Some(*turn);
+            engaged.retain(|(_, e)| e.read_at().0 > *turn);
+        }
+        Remembered::Posted { .. } | Remembered::Adopted { .. } => {}
+    }
+}
+
+impl Held {
+    /// What a step is sent: the own posts (`own_posts`, oldest first) and
+    /// knowledge when it posts, the engaged entries when it reflects, their
+    /// texts read back with `text_of` (a post removed since shows
+    /// [`REMOVED_POST`]).
+    pub fn for_step<'p>(
+        &self,
+        posting: bool,
+        reflecting: bool,
+        text_of: impl Fn(PostId) -> Option<&'p str>,
+        own_posts: impl FnOnce() -> VecDeque<String>,
+    ) -> Recall {
+        Recall {
+            read: self.read,
+            engaged: if reflecting { self.engaged.iter().map(|(at, e)| (*at, e.entry(&text_of))).collect() } else { Vec::new() },
+            own_posts: if posting { own_posts() } else { VecDeque::new() },
+            knowledge: if posting { self.knowledge.clone() } else { VecDeque::new() },
+            last_reflection: self.last_reflection,
+        }
+    }
+}
+
+impl Held {
+    /// Heap bytes held: the entries (by capacity), summaries, comments and
+    /// knowledge.
+    pub fn heap_bytes(&self) -> usize {
+        let texts = |e: &HeldEntry| e.summary.as_deref().map_or(0, str::len) + e.comment.as_deref().map_or(0, str::len);
+        self.engaged.capacity() * size_of::<(u64, HeldEntry)>()
+            + self.engaged.iter().map(|(_, e)| texts(e)).sum::<usize>()
+            + self.knowledge.capacity() * size_of::<u32>()
+    }
+}
+
+impl From<&Memory> for Held {
+    fn from(m: &Memory) -> Held {
+        Held {
+            read: m.short_term.len() as u64,
+            engaged: m.engaged_since(m.last_reflection).map(|(i, e)| (i as u64, HeldEntry::hold(e))).collect(),
             knowledge: m.knowledge.clone(),
             last_reflection: m.last_reflection,
         }
@@ -252,34 +370,29 @@ impl Remembers for Memory {
 
 impl Remembers for Recall {
     fn apply(&mut self, change: &Remembered) {
+        apply_engaged(&mut self.read, &mut self.engaged, &mut self.last_reflection, change);
         match change {
-            Remembered::Read(entry) => {
-                if entry.engaged() {
-                    // Held for every agent until it reflects: no doubling slack.
-                    crate::platform::sorted::make_room(&mut self.engaged);
-                    self.engaged.push((self.read, entry.clone()));
-                }
-                self.read += 1;
-                let kept_from = self.read.saturating_sub(SHORT_TERM_CAP as u64);
-                self.engaged.retain(|(at, _)| *at >= kept_from);
-            }
             Remembered::Posted { text } => keep_post(&mut self.own_posts, text.clone()),
             Remembered::Adopted { passage } => keep_knowledge(&mut self.knowledge, *passage),
-            Remembered::Summarised { turn, post, text } => {
-                if let Some((_, e)) = self.engaged.iter_mut().find(|(_, e)| e.turn == *turn && e.post == *post) {
-                    e.text = text.clone();
-                    e.summarised = true;
-                }
-            }
-            Remembered::Reflected { turn, .. } => {
-                self.last_reflection = Some(*turn);
-                self.engaged.retain(|(_, e)| e.turn > *turn);
-            }
+            _ => {}
         }
     }
 
     fn replace(&mut self, whole: Memory) {
         *self = Recall::from(&whole);
+    }
+}
+
+impl Remembers for Held {
+    fn apply(&mut self, change: &Remembered) {
+        apply_engaged(&mut self.read, &mut self.engaged, &mut self.last_reflection, change);
+        if let Remembered::Adopted { passage } = change {
+            keep_knowledge(&mut self.knowledge, *passage);
+        }
+    }
+
+    fn replace(&mut self, whole: Memory) {
+        *self = Held::from(&whole);
     }
 }
 
@@ -345,30 +458,44 @@ mod tests {
     }
 
     #[test]
+    fn a_held_entry_is_packed() {
+        assert!(size_of::<(u64, HeldEntry)>() <= 64, "{} bytes", size_of::<(u64, HeldEntry)>());
+    }
+
+    #[test]
     fn a_held_recall_keeps_no_post_texts_and_gets_them_back_for_a_reflection() {
-        let mut held = Recall::default();
+        let mut held = Held::default();
         let liked = |post: u64| Entry { post: PostId(post), text: format!("text of post {post}"), ..entry(1, vec![ActionKind::Like]) };
-        [liked(1), liked(2), liked(3)].into_iter().for_each(|e| held.apply(&Remembered::Read(e)));
+        let commented = Entry {
+            actions: vec![ActionKind::Like, ActionKind::Reblog, ActionKind::Comment],
+            comment: Some("well said".into()),
+            ..liked(4)
+        };
+        [liked(1), liked(2), liked(3), commented.clone()].into_iter().for_each(|e| held.apply(&Remembered::Read(e)));
         held.apply(&Remembered::Summarised { turn: Turn(1), post: PostId(3), text: "a summary".into() });
-        assert_eq!(held.engaged[0].1.text, "text of post 1", "a step's recall keeps what it reads");
-        held.forget_post_texts();
-        assert!(held.engaged.iter().take(2).all(|(_, e)| e.text.is_empty()), "{:?}", held.engaged);
-        let platform = |p: PostId| (p.0 == 1).then_some("text of post 1");
-        let texts = |r: &Recall| r.engaged.iter().map(|(_, e)| e.text.clone()).collect::<Vec<_>>();
-        assert_eq!(texts(&held.for_step(false, true, platform, VecDeque::new)), ["text of post 1", REMOVED_POST, "a summary"]);
+        let summaries: Vec<_> = held.engaged.iter().map(|(_, e)| e.summary.as_deref()).collect();
+        assert_eq!(summaries, [None, None, Some("a summary"), None], "only a summary's text is held");
+        let platform = |p: PostId| [1, 4].contains(&p.0).then(|| if p.0 == 1 { "text of post 1" } else { "text of post 4" });
+        let sent = held.for_step(false, true, platform, VecDeque::new);
+        let texts: Vec<_> = sent.engaged.iter().map(|(_, e)| e.text.as_str()).collect();
+        assert_eq!(texts, ["text of post 1", REMOVED_POST, "a summary", "text of post 4"]);
+        assert_eq!(sent.engaged[3], (3, commented), "actions and comment come back as recorded");
+        assert!(sent.engaged[2].1.summarised && !sent.engaged[0].1.summarised);
         assert!(held.for_step(true, false, platform, VecDeque::new).engaged.is_empty(), "only a reflection is sent the entries");
         let mut whole = Memory::default();
         [liked(1), liked(2)].into_iter().for_each(|e| whole.remember(e));
         assert_eq!(
-            texts(&Recall::from(&whole).for_step(false, true, |_| None, VecDeque::new)),
-            ["text of post 1", "text of post 2"],
-            "texts held are kept"
+            Held::from(&whole).for_step(false, true, platform, VecDeque::new).engaged,
+            sent.engaged[..2],
+            "a whole memory is held alike"
         );
     }
 
     #[test]
     fn what_steps_read_follows_the_whole_memory_through_caps_and_reflections() {
-        let (mut whole, mut held) = (Memory::default(), Recall::default());
+        let (mut whole, mut recall, mut held) = (Memory::default(), Recall::default(), Held::default());
+        let posts: Vec<String> = (0..700).map(|i| format!("post {i}")).collect();
+        let text_of = |p: PostId| posts.get(p.0 as usize).map(String::as_str);
         for i in 0..700u32 {
             let turn = i / 10;
             let mut changes = vec![Remembered::Read(Entry {
@@ -377,8 +504,12 @@ mod tests {
                 author: AgentId(i % 13),
                 text: format!("post {i}"),
                 summarised: false,
-                actions: if i % 7 == 0 { vec![ActionKind::Like] } else { vec![] },
-                comment: None,
+                actions: match i % 7 {
+                    0 => vec![ActionKind::Like],
+                    3 => vec![ActionKind::Reblog, ActionKind::Comment],
+                    _ => vec![],
+                },
+                comment: (i % 7 == 3).then(|| format!("comment {i}")),
             })];
             if i % 9 == 0 {
                 changes.push(Remembered::Posted { text: format!("mine {i}") });
@@ -390,23 +521,28 @@ mod tests {
             }
             for c in &changes {
                 whole.apply(c);
+                recall.apply(c);
                 held.apply(c);
             }
+            // Places differ: a whole memory's count from its oldest entry kept.
             let expected = Recall::from(&whole);
             let entries = |r: &Recall| r.engaged.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>();
-            assert_eq!(entries(&held), entries(&expected), "engaged entries after read {i}");
+            assert_eq!(entries(&recall), entries(&expected), "engaged entries after read {i}");
             assert_eq!(
-                (&held.own_posts, &held.knowledge, held.last_reflection),
+                (&recall.own_posts, &recall.knowledge, recall.last_reflection),
                 (&expected.own_posts, &expected.knowledge, expected.last_reflection)
             );
+            let sent = held.for_step(true, true, text_of, || expected.own_posts.clone());
+            assert_eq!((sent.read, &sent.engaged), (recall.read, &recall.engaged), "a held recall's entries after read {i}");
+            assert_eq!((&sent.knowledge, sent.last_reflection), (&expected.knowledge, expected.last_reflection));
         }
-        assert!(whole.short_term.len() == SHORT_TERM_CAP && !held.engaged.is_empty());
+        assert!(whole.short_term.len() == SHORT_TERM_CAP && !recall.engaged.is_empty());
         // A row written before steps recorded changes holds the whole memory.
         let (mut from_row, mut recall_from_row) = (Memory::default(), Recall::default());
         let stored = serde_json::to_string(&whole).unwrap();
         from_row.absorb(&stored).unwrap();
         recall_from_row.absorb(&stored).unwrap();
-        assert_eq!((from_row, recall_from_row.engaged.len()), (whole, held.engaged.len()));
+        assert_eq!((from_row, recall_from_row.engaged.len()), (whole, recall.engaged.len()));
         assert!(Memory::default().absorb("{\"short_term\": 3}").is_err(), "a memory that does not read is an error");
     }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::Memory;
-use crate::agent::memory::{Recall, Remembers};
+use crate::agent::memory::{Held, Recall, Remembers};
 use crate::agent::test_model::{self, Scripted};
 use some_jobs::chat::Message;
 
@@ -285,7 +285,8 @@ fn a_reflection_sent_only_its_entries_reads_what_the_whole_memory_would_hold() {
     let no = "Like: no\nReblog: no\nComment: none";
     let model = Scripted::new([no, no, "I would follow user 7."]);
     let (persona, plan, settings, feed) = (sarah(), plan(0), StepSettings::default(), feed());
-    let recall = Recall::from(&memory).for_step(false, true, |_| None, Default::default);
+    let text_of = |p: PostId| memory.short_term.iter().find(|e| e.post == p).map(|e| e.text.as_str());
+    let recall = Held::from(&memory).for_step(false, true, text_of, Default::default);
     assert_eq!((recall.read, recall.engaged.len(), recall.own_posts.len()), (199, 3, 0), "only the engaged entries travel");
     let input = StepInput { persona: &persona, plan: &plan, memory: &recall, turn: Turn(48), feed: &feed, posts: 0 };
     let ctx = StepContext { model: &model, relevance: Relevance::TfIdf, knowledge: None, settings: &settings };

@@ -46,6 +46,10 @@ impl<T> Chunked<T> {
     pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
         self.0.get_mut(index >> CHUNK_BITS)?.get_mut(index & (CHUNK - 1))
     }
+    /// Heap bytes held (the chunks' capacities).
+    pub fn heap_bytes(&self) -> usize {
+        self.0.capacity() * size_of::<Vec<T>>() + self.0.iter().map(|c| c.capacity() * size_of::<T>()).sum::<usize>()
+    }
     /// In index order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
         self.0.iter().flatten()

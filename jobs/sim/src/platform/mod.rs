@@ -19,6 +19,7 @@
 //!   reblogging twice is refused.
 
 pub mod chunked;
+pub mod footprint;
 pub mod ids;
 pub mod sorted;
 

@@ -67,6 +67,10 @@ impl<T> SortedSet<T> {
     pub const fn new() -> Self {
         SortedSet(Vec::new())
     }
+    /// Heap bytes held (the capacity's).
+    pub fn heap_bytes(&self) -> usize {
+        self.0.capacity() * size_of::<T>()
+    }
 }
 
 impl<T> Default for SortedSet<T> {
@@ -159,6 +163,10 @@ pub struct SortedMap<K, V>(Vec<(K, V)>);
 impl<K, V> SortedMap<K, V> {
     pub const fn new() -> Self {
         SortedMap(Vec::new())
+    }
+    /// Heap bytes held (the capacity's).
+    pub fn heap_bytes(&self) -> usize {
+        self.0.capacity() * size_of::<(K, V)>()
     }
 }
 
