@@ -475,7 +475,11 @@ mod tests {
         held.apply(&Remembered::Summarised { turn: Turn(1), post: PostId(3), text: "a summary".into() });
         let summaries: Vec<_> = held.engaged.iter().map(|(_, e)| e.summary.as_deref()).collect();
         assert_eq!(summaries, [None, None, Some("a summary"), None], "only a summary's text is held");
-        let platform = |p: PostId| [1, 4].contains(&p.0).then(|| if p.0 == 1 { "text of post 1" } else { "text of post 4" });
+        let platform = |p: PostId| match p.0 {
+            1 => Some("text of post 1"),
+            4 => Some("text of post 4"),
+            _ => None,
+        };
         let sent = held.for_step(false, true, platform, VecDeque::new);
         let texts: Vec<_> = sent.engaged.iter().map(|(_, e)| e.text.as_str()).collect();
         assert_eq!(texts, ["text of post 1", REMOVED_POST, "a summary", "text of post 4"]);

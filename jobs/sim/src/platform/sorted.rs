@@ -29,7 +29,7 @@ pub fn make_room<T>(items: &mut Vec<T>) {
 /// agents like in one turn made those moves most of applying the turn.
 fn insert_all<T, K: Ord>(items: &mut Vec<T>, mut new: Vec<T>, key: impl Fn(&T) -> K) {
     new.reverse();
-    new.sort_by(|a, b| key(a).cmp(&key(b)));
+    new.sort_by_key(&key);
     new.dedup_by(|later, earlier| key(later) == key(earlier));
     let Some(first) = new.first() else { return };
     if items.last().is_none_or(|last| key(last) < key(first)) {
