@@ -274,9 +274,7 @@ impl Held {
             last_reflection: self.last_reflection,
         }
     }
-}
 
-impl Held {
     /// Heap bytes held: the entries (by capacity), summaries, comments and
     /// knowledge.
     pub fn heap_bytes(&self) -> usize {

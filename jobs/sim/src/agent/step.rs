@@ -96,7 +96,7 @@ impl Default for StepSettings {
 pub struct StepInput<'a> {
     pub persona: &'a Persona,
     pub plan: &'a Plan,
-    /// What the step needs of the agent's memory ([`Recall::for_step`]).
+    /// What the step needs of the agent's memory ([`Held::for_step`](crate::agent::memory::Held::for_step)).
     pub memory: &'a Recall,
     pub turn: Turn,
     pub feed: &'a [FeedPost],
