@@ -6,7 +6,9 @@
 //!    preset's stage, each agent's plan and Pareto level, seeded draws) and
 //!    rank each active agent's feed.
 //! 2. Publish the active agents in shards; workers run their steps and
-//!    write each shard's results once ([`super::shard`]).
+//!    write each shard's results once ([`super::shard`]). Each shard's
+//!    results are read as they land, while the others still run, and the
+//!    feeds' file is written meanwhile.
 //! 3. Once every shard's results are there, apply all actions in (agent,
 //!    seq) order and commit the turn as one transaction of the lake: the
 //!    shards' step files, the actions, posts, follows, feeds and the
@@ -33,7 +35,7 @@ use some_schemas::{Job, JobKind, JobMessage, Timestamp};
 use some_sim::agent::memory::{Held, OWN_POSTS_CAP, Recall, Remembers, Stored};
 use some_sim::agent::reflect;
 use some_sim::agent::step::{PostNote, StepFailure};
-use some_sim::feed::Authors;
+use some_sim::feed::{Authors, Ranked};
 use some_sim::rows::{action_rows, feed_rows, follow_rows, post_rows, turn_row};
 use some_sim::{AgentAction, AgentId, FeedPost, Phase, Platform, Rankers, Turn, activation};
 
@@ -60,14 +62,14 @@ pub struct Drive {
     pub finished: bool,
     /// Ranking feeds.
     pub feed_time: Duration,
-    /// Waiting for the workers' steps.
+    /// Waiting for the workers' steps, reading each shard's as it landed.
     pub step_time: Duration,
     /// Applying the steps and committing the turns, as far as the turns
     /// waited for it.
     pub commit_time: Duration,
-    /// Of `commit_time`, reading the steps and applying them to the state
-    /// (the rest is waiting for the turn before to land, and for the
-    /// turn's feeds file).
+    /// Of `commit_time`, applying the steps read to the state (the rest is
+    /// waiting for the turn before to land, and for the turn's feeds
+    /// file).
     pub apply_time: Duration,
     /// Writing and committing turns while the next turn's steps ran: time
     /// the turns did not wait for.
@@ -154,7 +156,7 @@ async fn set_up(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, progress: &dyn P
     progress.phase("agents set up", Some(agents.len() as u64));
     let shards = in_shards(agents, spec, |shard, agents| ShardWork::Setup { shard, agents });
     let paths = publish(lake, queue, spec, &shards).await?;
-    let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
+    let rows: Vec<Vec<SimAgentRow>> = wait_for(lake, queue, spec, &paths, progress, Ok).await?;
     // The setup commits once: a coordinator that died after this commit
     // and runs it again commits nothing.
     let mut txn = lake.txn_named(&format!("sim-{}-setup", spec.run_id));
@@ -296,7 +298,8 @@ async fn one_turn(
     let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
     let stepped = async {
         let paths = publish(lake, queue, spec, &shards).await?;
-        let shards: Vec<Vec<SimStepRow>> = wait_for(lake, queue, spec, &paths, progress).await?;
+        let read = |rows: Vec<SimStepRow>| on_every_core(&rows, |s| read_step(run, turn, s)).into_iter().collect::<Result<Vec<_>>>();
+        let shards = wait_for(lake, queue, spec, &paths, progress, read).await?;
         Ok::<_, Error>((paths, shards))
     };
     let stepped = async { (stepped.await, Instant::now()) };
@@ -306,7 +309,14 @@ async fn one_turn(
             None => None,
         }
     };
-    let ((stepped, stepped_at), feeds_written, previous) = tokio::join!(stepped, txn.write_rows(feeds), previous);
+    // The feeds' rows are made on a blocking thread, not in the way of the
+    // shards' publishing.
+    let feeds_written = async {
+        let run = run.to_string();
+        let rows = tokio::task::spawn_blocking(move || feeds.rows(&run, turn)).await?;
+        txn.write_rows(rows).await
+    };
+    let ((stepped, stepped_at), feeds_written, previous) = tokio::join!(stepped, feeds_written, previous);
     let (paths, shards) = stepped?;
     feeds_written?;
     out.step_time += stepped_at - waited;
@@ -318,14 +328,12 @@ async fn one_turn(
         landed.done?;
     }
     let shard_rows: Vec<u64> = shards.iter().map(|s| s.len() as u64).collect();
-    let steps: Vec<SimStepRow> = shards.into_iter().flatten().collect();
 
     let applying = Instant::now();
     let mut actions: Vec<AgentAction> = Vec::new();
     let mut notes: HashMap<(AgentId, u32), PostNote> = HashMap::new();
     let mut failures = 0usize;
-    for read in on_every_core(&steps, |s| read_step(run, turn, s)) {
-        let (agent, step) = read?;
+    for (agent, step) in shards.into_iter().flatten() {
         actions.extend(step.actions);
         notes.extend(step.posts.into_iter().map(|n| ((agent, n.seq), n)));
         failures += step.failures;
@@ -375,16 +383,22 @@ async fn one_turn(
     Ok((active, commit))
 }
 
+/// A turn's feeds as ranked, by agent: their rows are made while the
+/// steps run, off the turn's critical path.
+struct Feeds {
+    ranker: String,
+    feeds: Vec<(AgentId, Vec<Ranked>)>,
+}
+
+impl Feeds {
+    fn rows(&self, run: &str, turn: Turn) -> Vec<SimFeedRow> {
+        self.feeds.iter().flat_map(|(agent, ranked)| feed_rows(run, turn, *agent, &self.ranker, ranked)).collect()
+    }
+}
+
 /// Who acts in `turn`, with what feed and how many posts to write; and the
-/// feeds as rows.
-fn plan_turn(
-    spec: &SimSpec,
-    state: &SimState,
-    vectors: Option<&RankVectors>,
-    turn: Turn,
-    phase: Phase,
-) -> Result<(Vec<AgentTurn>, Vec<SimFeedRow>)> {
-    let run = spec.run_id.as_str();
+/// feeds.
+fn plan_turn(spec: &SimSpec, state: &SimState, vectors: Option<&RankVectors>, turn: Turn, phase: Phase) -> Result<(Vec<AgentTurn>, Feeds)> {
     let memory = |a: AgentId, posts: u32| {
         recall_for(state, a, posts > 0, |last| spec.step.reflection && reflect::due(last, turn, spec.step.reflect_every))
     };
@@ -400,7 +414,7 @@ fn plan_turn(
             .filter(|(_, posts)| *posts > 0)
             .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent, posts), persona: persona(agent) })
             .collect();
-        return Ok((agents, Vec::new()));
+        return Ok((agents, Feeds { ranker: String::new(), feeds: Vec::new() }));
     };
     // News accounts that interventions opened are read in every stage.
     let authors: Authors = state
@@ -425,17 +439,17 @@ fn plan_turn(
     }
     let ranked = on_every_core(&active, |(id, _)| rank(*id));
     let mut agents = Vec::with_capacity(active.len());
-    let mut rows = Vec::new();
+    let mut feeds = Vec::with_capacity(active.len());
     for ((id, posts), ranked) in active.into_iter().zip(ranked) {
-        rows.extend(feed_rows(run, turn, id, ranker_name, &ranked));
         let shown = ranked
             .iter()
             .filter_map(|r| state.platform.post(r.post))
             .map(|p| FeedPost { id: p.id, author: p.author, content: p.content.to_string() })
             .collect();
         agents.push(AgentTurn { agent: id, posts, feed: shown, memory: memory(id, posts), persona: persona(id) });
+        feeds.push((id, ranked));
     }
-    Ok((agents, rows))
+    Ok((agents, Feeds { ranker: ranker_name.to_string(), feeds }))
 }
 
 /// What a step of `agent` is sent of its memory: own posts when it posts,
@@ -507,7 +521,9 @@ async fn publish(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, shards: &[Shard
     Ok(paths)
 }
 
-/// Waits until every file of `paths` is written and reads them; fails if a
+/// Waits until every file of `paths` is written and reads each with
+/// `read` as it lands, while the other shards still run: a turn's steps
+/// are parsed as they come, not all at once after the last; fails if a
 /// shard of this run is dead-lettered (resume once the cause is fixed).
 ///
 /// Polls every tenth of the time waited so far (2 to 250 ms): the last
@@ -516,23 +532,24 @@ async fn publish(lake: &Lake, queue: &dyn Queue, spec: &SimSpec, shards: &[Shard
 ///
 /// Each shard found advances `progress` by its rows (agents): what a
 /// coordinator whose workers run elsewhere can count.
-async fn wait_for<R: some_schemas::Row>(
+async fn wait_for<R: some_schemas::Row, T>(
     lake: &Lake,
     queue: &dyn Queue,
     spec: &SimSpec,
     paths: &[String],
     progress: &dyn Progress,
-) -> Result<Vec<Vec<R>>> {
-    let mut results: Vec<Option<Vec<R>>> = (0..paths.len()).map(|_| None).collect();
+    read: impl Fn(Vec<R>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut results: Vec<Option<T>> = (0..paths.len()).map(|_| None).collect();
     let started = Instant::now();
     let mut last_dead_check = Instant::now();
     loop {
         for (slot, path) in results.iter_mut().zip(paths) {
-            if slot.is_none() {
-                *slot = read_results(lake, &spec.run_id, path).await?;
-                if let Some(rows) = slot {
-                    progress.advance(rows.len() as u64);
-                }
+            if slot.is_none()
+                && let Some(rows) = read_results::<R>(lake, &spec.run_id, path).await?
+            {
+                progress.advance(rows.len() as u64);
+                *slot = Some(read(rows)?);
             }
         }
         if results.iter().all(Option::is_some) {
@@ -615,6 +632,67 @@ mod tests {
         assert_eq!(recall_for(&state, AgentId(0), true, |_| false).own_posts, whole.own_posts, "the memory's own posts, comments left out");
         assert!(recall_for(&state, AgentId(0), false, |_| false).own_posts.is_empty(), "only a posting step is sent them");
         assert!(recall_for(&state, AgentId(1), true, |_| false).own_posts.is_empty());
+    }
+
+    fn step(agent: i64, actions: &str) -> SimStepRow {
+        SimStepRow {
+            turn: 1,
+            agent_id: agent,
+            actions: actions.into(),
+            posts: "[]".into(),
+            memory: "[]".into(),
+            failures: "[]".into(),
+            calls: 1,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            run_id: "r".into(),
+        }
+    }
+
+    fn sim_spec() -> SimSpec {
+        let personas = crate::sim::spec::PersonaSet::Builtin;
+        SimSpec::new(some_schemas::RunId("r".into()), "m", Vec::new(), some_sim::Preset::paper(), personas)
+    }
+
+    #[tokio::test]
+    async fn a_shards_steps_are_read_while_the_next_shard_still_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
+        let queue = crate::queue::MemoryQueue::new(3);
+        let spec = sim_spec();
+        let paths: Vec<String> = (0..2).map(|s| crate::sim::shard::steps_path(&spec.run_id, Turn(1), s)).collect();
+        lake.put_once(&paths[0], vec![step(0, "[]")]).await.unwrap();
+        let events = std::sync::Mutex::new(Vec::new());
+        let read = |rows: Vec<SimStepRow>| {
+            events.lock().unwrap().push(format!("read agent {}", rows[0].agent_id));
+            rows.iter().map(|s| read_step("r", Turn(1), s)).collect::<Result<Vec<_>>>()
+        };
+        let second = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            events.lock().unwrap().push("second shard written".to_string());
+            lake.put_once(&paths[1], vec![step(1, "[]")]).await.unwrap();
+        };
+        let (read, ()) = tokio::join!(wait_for(&lake, &queue, &spec, &paths, &some_jobs::progress::NoProgress, read), second);
+        let agents: Vec<Vec<AgentId>> = read.unwrap().iter().map(|s| s.iter().map(|(a, _)| *a).collect()).collect();
+        assert_eq!(agents, [[AgentId(0)], [AgentId(1)]], "the shards' steps in shard order");
+        assert_eq!(*events.lock().unwrap(), ["read agent 0", "second shard written", "read agent 1"]);
+    }
+
+    #[tokio::test]
+    async fn a_step_that_does_not_read_fails_the_turn_without_waiting_for_the_other_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
+        let queue = crate::queue::MemoryQueue::new(3);
+        let spec = sim_spec();
+        let paths: Vec<String> = (0..2).map(|s| crate::sim::shard::steps_path(&spec.run_id, Turn(1), s)).collect();
+        lake.put_once(&paths[0], vec![step(3, "[{\"agent\": 3, \"seq\": 0}]")]).await.unwrap();
+        let read = |rows: Vec<SimStepRow>| rows.iter().map(|s| read_step("r", Turn(1), s)).collect::<Result<Vec<_>>>();
+        let waited = wait_for(&lake, &queue, &spec, &paths, &some_jobs::progress::NoProgress, read);
+        let Err(err) = tokio::time::timeout(Duration::from_secs(10), waited).await.expect("no wait for shard 1") else {
+            panic!("the step read")
+        };
+        let err = err.to_string();
+        assert!(err.contains("sim_steps of run r, turn 1, agent 3: the actions do not read"), "{err}");
     }
 
     #[test]
