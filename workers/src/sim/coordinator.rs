@@ -649,18 +649,20 @@ mod tests {
         }
     }
 
-    fn sim_spec() -> SimSpec {
+    /// A lake in `dir`, a queue, run `r`'s spec and the steps paths of
+    /// turn 1's two shards, for [`wait_for`].
+    async fn two_shards(dir: &std::path::Path) -> (Lake, crate::queue::MemoryQueue, SimSpec, Vec<String>) {
+        let lake = Lake::open(&crate::LakeLocation::Local(dir.to_path_buf())).await.unwrap();
         let personas = crate::sim::spec::PersonaSet::Builtin;
-        SimSpec::new(some_schemas::RunId("r".into()), "m", Vec::new(), some_sim::Preset::paper(), personas)
+        let spec = SimSpec::new(some_schemas::RunId("r".into()), "m", Vec::new(), some_sim::Preset::paper(), personas);
+        let paths = (0..2).map(|s| crate::sim::shard::steps_path(&spec.run_id, Turn(1), s)).collect();
+        (lake, crate::queue::MemoryQueue::new(3), spec, paths)
     }
 
     #[tokio::test]
     async fn a_shards_steps_are_read_while_the_next_shard_still_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
-        let queue = crate::queue::MemoryQueue::new(3);
-        let spec = sim_spec();
-        let paths: Vec<String> = (0..2).map(|s| crate::sim::shard::steps_path(&spec.run_id, Turn(1), s)).collect();
+        let (lake, queue, spec, paths) = two_shards(dir.path()).await;
         lake.put_once(&paths[0], vec![step(0, "[]")]).await.unwrap();
         let events = std::sync::Mutex::new(Vec::new());
         let read = |rows: Vec<SimStepRow>| {
@@ -681,10 +683,7 @@ mod tests {
     #[tokio::test]
     async fn a_step_that_does_not_read_fails_the_turn_without_waiting_for_the_other_shards() {
         let dir = tempfile::tempdir().unwrap();
-        let lake = Lake::open(&crate::LakeLocation::Local(dir.path().to_path_buf())).await.unwrap();
-        let queue = crate::queue::MemoryQueue::new(3);
-        let spec = sim_spec();
-        let paths: Vec<String> = (0..2).map(|s| crate::sim::shard::steps_path(&spec.run_id, Turn(1), s)).collect();
+        let (lake, queue, spec, paths) = two_shards(dir.path()).await;
         lake.put_once(&paths[0], vec![step(3, "[{\"agent\": 3, \"seq\": 0}]")]).await.unwrap();
         let read = |rows: Vec<SimStepRow>| rows.iter().map(|s| read_step("r", Turn(1), s)).collect::<Result<Vec<_>>>();
         let waited = wait_for(&lake, &queue, &spec, &paths, &some_jobs::progress::NoProgress, read);
