@@ -220,6 +220,11 @@ fn read_step(run: &str, turn: Turn, s: &SimStepRow) -> Result<(AgentId, ReadStep
     Ok((agent, ReadStep { actions, posts, failures, memory }))
 }
 
+/// Reads a shard's step rows, split between the cores.
+fn read_shard(run: &str, turn: Turn, rows: &[SimStepRow]) -> Result<Vec<(AgentId, ReadStep)>> {
+    on_every_core(rows, |s| read_step(run, turn, s)).into_iter().collect()
+}
+
 /// A turn's commit on its way: a task that writes the turn's files and
 /// commits them, and when it started.
 struct Committing {
@@ -298,8 +303,7 @@ async fn one_turn(
     let mut txn = lake.txn_named(&format!("sim-{run}-t{:06}", turn.0));
     let stepped = async {
         let paths = publish(lake, queue, spec, &shards).await?;
-        let read = |rows: Vec<SimStepRow>| on_every_core(&rows, |s| read_step(run, turn, s)).into_iter().collect::<Result<Vec<_>>>();
-        let shards = wait_for(lake, queue, spec, &paths, progress, read).await?;
+        let shards = wait_for(lake, queue, spec, &paths, progress, |rows| read_shard(run, turn, &rows)).await?;
         Ok::<_, Error>((paths, shards))
     };
     let stepped = async { (stepped.await, Instant::now()) };
@@ -385,6 +389,7 @@ async fn one_turn(
 
 /// A turn's feeds as ranked, by agent: their rows are made while the
 /// steps run, off the turn's critical path.
+#[derive(Default)]
 struct Feeds {
     ranker: String,
     feeds: Vec<(AgentId, Vec<Ranked>)>,
@@ -414,7 +419,7 @@ fn plan_turn(spec: &SimSpec, state: &SimState, vectors: Option<&RankVectors>, tu
             .filter(|(_, posts)| *posts > 0)
             .map(|(agent, posts)| AgentTurn { agent, posts, feed: Vec::new(), memory: memory(agent, posts), persona: persona(agent) })
             .collect();
-        return Ok((agents, Feeds { ranker: String::new(), feeds: Vec::new() }));
+        return Ok((agents, Feeds::default()));
     };
     // News accounts that interventions opened are read in every stage.
     let authors: Authors = state
@@ -667,7 +672,7 @@ mod tests {
         let events = std::sync::Mutex::new(Vec::new());
         let read = |rows: Vec<SimStepRow>| {
             events.lock().unwrap().push(format!("read agent {}", rows[0].agent_id));
-            rows.iter().map(|s| read_step("r", Turn(1), s)).collect::<Result<Vec<_>>>()
+            read_shard("r", Turn(1), &rows)
         };
         let second = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -685,7 +690,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (lake, queue, spec, paths) = two_shards(dir.path()).await;
         lake.put_once(&paths[0], vec![step(3, "[{\"agent\": 3, \"seq\": 0}]")]).await.unwrap();
-        let read = |rows: Vec<SimStepRow>| rows.iter().map(|s| read_step("r", Turn(1), s)).collect::<Result<Vec<_>>>();
+        let read = |rows: Vec<SimStepRow>| read_shard("r", Turn(1), &rows);
         let waited = wait_for(&lake, &queue, &spec, &paths, &some_jobs::progress::NoProgress, read);
         let Err(err) = tokio::time::timeout(Duration::from_secs(10), waited).await.expect("no wait for shard 1") else {
             panic!("the step read")
