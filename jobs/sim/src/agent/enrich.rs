@@ -20,6 +20,8 @@
 //! `max_attempts` times and then reports the last cause: a persona is never
 //! filled with defaults.
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use crate::agent::persona::{Persona, Profile};
@@ -64,7 +66,10 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The enrichment question for one persona.
 pub fn question(persona: &Persona) -> Question {
-    Question { schema: Some(JsonSchema::new("persona", json_schema())), max_tokens: Some(MAX_TOKENS), ..Question::new(prompt(persona)) }
+    // Asked of every agent at setup: built once.
+    static SCHEMA: OnceLock<JsonSchema> = OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| JsonSchema::new("persona", json_schema()));
+    Question { schema: Some(schema.clone()), max_tokens: Some(MAX_TOKENS), ..Question::new(prompt(persona)) }
 }
 
 /// The enrichment prompt for one persona.

@@ -76,7 +76,10 @@ pub async fn make(
 /// The planning question: the prompt, and [`json_schema`] for endpoints
 /// with structured output.
 pub fn question(persona: &Persona, activity: f64) -> Question {
-    Question { schema: Some(JsonSchema::new("plan", json_schema())), ..Question::new(prompt(persona, activity)) }
+    // Asked of every agent at setup (a million in the largest runs): built once.
+    static SCHEMA: OnceLock<JsonSchema> = OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| JsonSchema::new("plan", json_schema()));
+    Question { schema: Some(schema.clone()), ..Question::new(prompt(persona, activity)) }
 }
 
 /// The planning prompt.
